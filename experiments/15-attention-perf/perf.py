@@ -1,0 +1,850 @@
+"""Lab 03 of Phase 15: where the time of a naive numpy attention forward goes.
+
+Measures a naive multi-head scaled-dot-product attention op by op for T = 64, 128, 256, 512,
+places every op on this machine's roofline and writes, beside this script:
+
+    results.json   per-op times for every T, the roofline numbers and the analysis
+    manifest.json  the lab's Block F manifest, with the machine as detected
+    perf.png       stacked bars: where each forward's time goes (Block C)
+    roofline.png   each op on the roofline (Block D)
+
+Run:    OMP_NUM_THREADS=4 python perf.py          (the lab's laptop: 4 real cores)
+        python perf.py --threads 2 --out DIR      (limit BLAS threads, write elsewhere)
+        python perf.py --quick                    (a few seconds, tiny protocol: smoke test only)
+        python perf.py --replot                   (redraw both PNGs from results.json)
+
+The code under measurement is deliberately naive (the lab forbids tuning it: that is Phase 27).
+The measurement is not: warm runs, calibrated samples of >= --min-time each, medians of many
+samples, instrumentation overhead checked against an untimed forward, page faults counted, and
+roofline ceilings measured on this machine unless Phase 1's manifest provides them.
+The script reads top to bottom in the order of the lab's Blocks A to F.
+"""
+
+import argparse
+import ctypes
+import datetime
+import gc
+import hashlib
+import io
+import json
+import math
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, relative to REPO
+OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
+KEYS = OPS + ("total",)
+T_SWEEP = (64, 128, 256, 512)
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2, nothing written."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Block A: the naive multi-head attention, and the same forward with a timer around each op.
+# Heads are a leading batch axis (h, T, d_k) and numpy's batched matmul runs them: naive (no
+# fusing, no out= buffers, A fully materialised), and it keeps the per-op timers down to six.
+# Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
+
+@dataclass(frozen=True)
+class MHA:
+    W_Q: np.ndarray
+    W_K: np.ndarray
+    W_V: np.ndarray
+    W_O: np.ndarray
+    n_heads: int
+
+
+def init_mha(d_model=64, n_heads=4, seed=0):
+    """Four (d_model, d_model) float32 weights, deterministic from the seed, scaled 1/sqrt(d)."""
+    if d_model % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+    rng = np.random.default_rng(seed)
+    W = [(rng.standard_normal((d_model, d_model)) / math.sqrt(d_model)).astype(np.float32)
+         for _ in range(4)]
+    return MHA(*W, n_heads=n_heads)
+
+
+def causal_mask(T):
+    """(T, T) float32: 0 where position i may see j (j <= i), -inf above the diagonal."""
+    return np.triu(np.full((T, T), -np.inf, dtype=np.float32), k=1)
+
+
+def split_heads(X, h):
+    """(T, d) -> (h, T, d_k). A view: no bytes move, so it costs nothing wherever it is timed."""
+    T, d = X.shape
+    return X.reshape(T, h, d // h).transpose(1, 0, 2)
+
+
+def qkv_proj(x, mha):
+    # op 1: Q = x W_Q, K = x W_K, V = x W_V.  Each 2 T d^2 FLOPs over 4Td + 4d^2 bytes.
+    return x @ mha.W_Q, x @ mha.W_K, x @ mha.W_V
+
+
+def scores(Q, K, h):
+    # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
+    # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, and the scaling is one more
+    # pass over it. math.sqrt gives a Python float, which numpy treats as weak: S stays float32
+    # (np.sqrt(d_k) would be a float64 scalar and, under NumPy 2, promote all of S to float64).
+    d_k = Q.shape[1] // h
+    return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
+
+
+def softmax(S, mask):
+    # op 3: A = softmax(S + mask), row-wise.  ~5 T^2 FLOPs over 8 T^2 bytes per head (the lab's
+    # count: S read once, A written once). Naive numpy makes six passes, each a new temporary.
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    E = np.exp(Z - m)
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+def av(A, V, h):
+    # op 4: out_h = A V_h.  Same form as scores: 2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes a head.
+    return A @ split_heads(V, h)
+
+
+def out_proj(O, mha):
+    # op 5: out = concat(out_h) W_O.  2 T d^2 FLOPs over 4Td + 4d^2 bytes. The concat is a copy.
+    h, T, d_k = O.shape
+    return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
+
+
+def attention_forward(x, mha, mask=None):
+    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32."""
+    mask = causal_mask(len(x)) if mask is None else mask
+    Q, K, V = qkv_proj(x, mha)
+    S = scores(Q, K, mha.n_heads)
+    A = softmax(S, mask)
+    O = av(A, V, mha.n_heads)
+    return out_proj(O, mha)
+
+
+def attention_forward_timed(x, mha, mask=None, return_output=False):
+    """attention_forward with time.perf_counter_ns() around each op: seconds per op, one forward.
+
+    numpy is eager, so each op's result exists when its call returns and the stop time is honest.
+    The mask is built outside the timed region; "total" spans the five ops back to back.
+    """
+    mask = causal_mask(len(x)) if mask is None else mask
+    clock = time.perf_counter_ns
+    t0 = clock()
+    Q, K, V = qkv_proj(x, mha)
+    t1 = clock()
+    S = scores(Q, K, mha.n_heads)
+    t2 = clock()
+    A = softmax(S, mask)
+    t3 = clock()
+    O = av(A, V, mha.n_heads)
+    t4 = clock()
+    out = out_proj(O, mha)
+    t5 = clock()
+    times = {"qkv_proj": (t1 - t0) * 1e-9, "scores": (t2 - t1) * 1e-9,
+             "softmax": (t3 - t2) * 1e-9, "av": (t4 - t3) * 1e-9,
+             "out_proj": (t5 - t4) * 1e-9, "total": (t5 - t0) * 1e-9}
+    return (times, out) if return_output else times
+
+
+def op_cost(T, d_model, n_heads):
+    """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas."""
+    d, h = d_model, n_heads
+    d_k = d // h
+    return {
+        "qkv_proj": (3 * 2 * T * d**2, 3 * (4 * T * d + 4 * d**2)),   # I = T d / (2T + 2d)
+        "scores": (h * 2 * T**2 * d_k, h * (8 * T * d_k + 4 * T**2)),  # I = T d_k / (4 d_k + 2T)
+        "softmax": (h * 5 * T**2, h * 8 * T**2),                       # I = 5/8 ~ 0.6
+        "av": (h * 2 * T**2 * d_k, h * (8 * T * d_k + 4 * T**2)),      # same form as scores
+        "out_proj": (2 * T * d**2, 4 * T * d + 4 * d**2),              # same form as qkv_proj
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# The measurement protocol (Blocks A and B): warm, calibrated, gc off, medians of many samples.
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def glibc_malloc():
+    """glibc's mallopt, or None on a platform whose C library is not glibc."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+
+
+def keep_heap():
+    """Stop glibc from handing the forward's large temporaries back to the kernel.
+
+    By default a block over the mmap threshold (128 KiB, then raised dynamically) is mmap'ed
+    and unmapped on free, and the heap top is trimmed past M_TRIM_THRESHOLD: every forward then
+    page-faults its T x T temporaries back in (thousands of faults per forward at T = 512).
+    Fixing the threshold at its maximum and never trimming keeps the pages mapped: the warm run
+    the lab asks for. This changes the process's allocator, not the code under measurement.
+    """
+    mallopt = glibc_malloc()
+    if mallopt is None:
+        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    mmap_max = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)  # glibc's upper bound: 32 MiB
+    ok = mallopt(M_MMAP_THRESHOLD, mmap_max) == 1 and mallopt(M_TRIM_THRESHOLD, 2**30) == 1
+    if not ok:
+        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
+    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_THRESHOLD={mmap_max} "
+                                       f"M_TRIM_THRESHOLD={2**30}"}
+
+
+def calibrate(fn, min_time):
+    """Calls of fn per sample so that one sample aggregates >= min_time (timeit.autorange's idea,
+    aimed at min_time, with a 5% margin so that noise rarely pushes a sample below it)."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / 4:
+            return max(1, math.ceil(n * 1.05 * min_time / dt))
+        n *= 2
+
+
+def summarize(samples):
+    """The statistics stored for each op; the median is the headline (robust to preemption)."""
+    a = np.asarray(samples, dtype=np.float64)
+    p25, med, p75 = np.percentile(a, [25, 50, 75])
+    return {"mean_s": float(a.mean()), "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+            "median_s": float(med), "p25_s": float(p25), "p75_s": float(p75),
+            "min_s": float(a.min()), "iqr_over_median": float((p75 - p25) / med) if med else 0.0}
+
+
+def profile_T(T, mha, seed, min_time, repeats, untimed_every):
+    """Every op's time per forward at one T: `repeats` samples of n forwards, each >= min_time.
+
+    Each sample runs attention_forward_timed n times and stores, per op, the sum over the n
+    forwards / n. Every `untimed_every`-th sample is followed by n plain attention_forward calls:
+    paired with its neighbour, it measures what the six timers cost.
+    """
+    x = np.random.default_rng([seed, T]).standard_normal((T, mha.W_Q.shape[0])).astype(np.float32)
+    mask = causal_mask(T)
+    attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS thread start-up
+    n = calibrate(lambda: attention_forward_timed(x, mha, mask), min_time)  # warms up further
+    per_op = {k: np.empty(repeats) for k in KEYS}
+    wall, pairs, faults = np.empty(repeats), [], 0
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(repeats):
+            f0 = minor_faults()
+            w0 = time.perf_counter_ns()
+            runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
+            w1 = time.perf_counter_ns()
+            faults += minor_faults() - f0
+            wall[i] = (w1 - w0) * 1e-9 / n
+            for k in KEYS:
+                per_op[k][i] = math.fsum(r[k] for r in runs) / n
+            if i % untimed_every == 0:
+                u0 = time.perf_counter_ns()
+                for _ in range(n):
+                    attention_forward(x, mha, mask)
+                pairs.append((wall[i], (time.perf_counter_ns() - u0) * 1e-9 / n))
+    finally:
+        if gc_was_on:
+            gc.enable()
+    sum_ops = sum(per_op[op] for op in OPS)
+    timed_wall, untimed_wall = np.array(pairs).T
+    return {
+        "T": T, "n_inner": n, "repeats": repeats, "untimed_repeats": len(pairs),
+        "ops": {k: summarize(per_op[k]) for k in KEYS},
+        "sample_time_min_s": float(wall.min() * n),
+        "timed_wall_median_s": float(np.median(wall)),
+        "untimed_total_median_s": float(np.median(untimed_wall)),
+        # Paired samples taken back to back, so slow drift of the shared machine cancels out.
+        "instrumentation_overhead": float(np.median(timed_wall / untimed_wall) - 1),
+        # Time of a forward (wall clock around n calls) that the five op timers do not see.
+        "accounting_gap": float(np.median(1 - sum_ops / wall)),
+        "page_faults_per_forward": faults / (repeats * n),
+    }
+
+
+def sweep(label, T_list, mha, seed, min_time, repeats, untimed_every, progress):
+    rows = []
+    for T in T_list:
+        rows.append(profile_T(T, mha, seed, min_time, repeats, untimed_every))
+        progress(f"{label}: T={T} done, {rows[-1]['n_inner']} forwards x {repeats} samples",
+                 sample_budget(min_time, repeats, untimed_every))
+    return rows
+
+
+def sample_budget(min_time, repeats, untimed_every):
+    """Planned seconds of one T's samples, for the console's time-left estimate."""
+    return min_time * (repeats + math.ceil(repeats / untimed_every))
+
+
+def make_progress(planned):
+    """A progress printer: elapsed time, the message, and the time left, extrapolated from how
+    long the planned work done so far actually took."""
+    start, done = time.perf_counter(), [0.0]
+
+    def progress(msg, work=0.0):
+        done[0] += work
+        elapsed = time.perf_counter() - start
+        left = elapsed / done[0] * (planned - done[0]) if done[0] else None
+        tail = f"  (~{left:.0f} s left)" if left is not None and done[0] < planned else ""
+        print(f"[{elapsed:5.1f} s] {msg}{tail}", flush=True)
+    return progress
+
+
+def softmax_anatomy(T, mha, seed, min_time, repeats):
+    """Each step of softmax() timed on its own, at one T, on the forward's real intermediates.
+
+    The lab counts softmax as 8 T^2 bytes (S in, A out); naive numpy walks the T^2 data once
+    per step below. Bytes are the fp32 arrays each step reads and writes (row vectors ignored).
+    """
+    x = np.random.default_rng([seed, T]).standard_normal((T, mha.W_Q.shape[0])).astype(np.float32)
+    mask = causal_mask(T)
+    Q, K, _ = qkv_proj(x, mha)
+    S = scores(Q, K, mha.n_heads)
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    if not np.array_equal(E / s, softmax(S, mask)):
+        raise RuntimeError("softmax_anatomy no longer mirrors softmax(); update both together")
+    big = S.size * 4  # one pass over the (h, T, T) fp32 data
+    steps = {"mask_add": (lambda: S + mask, 2 * big + mask.size * 4),
+             "max": (lambda: Z.max(axis=-1, keepdims=True), big),
+             "subtract": (lambda: Z - m, 2 * big),
+             "exp": (lambda: np.exp(D), 2 * big),
+             "sum": (lambda: E.sum(axis=-1, keepdims=True), big),
+             "divide": (lambda: E / s, 2 * big)}
+    out = {}
+    for name, (fn, nbytes) in steps.items():
+        n = calibrate(fn, min_time)
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn()
+            ts.append((time.perf_counter_ns() - t0) * 1e-9 / n)
+        med = float(np.median(ts))
+        out[name] = {"median_s": med, "bytes": nbytes, "passes_over_T2": round(nbytes / big, 2),
+                     "GBps": nbytes / med / 1e9}
+    total = sum(v["median_s"] for v in out.values())
+    for v in out.values():
+        v["share"] = v["median_s"] / total
+    return {"T": T, "steps": out, "sum_of_steps_s": total,
+            "bytes_all_steps": sum(v["bytes"] for v in out.values()),
+            "bytes_lab_model": mha.n_heads * 8 * T**2}
+
+
+# ----------------------------------------------------------------------------------------------
+# Block D: the roofline's ceilings, measured here by Phase 1's method unless Phase 1 gives them.
+
+def copy_GBps(nbytes, threads, reps):
+    """Phase 1's bandwidth kernel: np.copyto on fp32 buffers, 8 N bytes per copy of N floats
+    (N read, N written). With threads > 1 each thread copies one slice: numpy releases the GIL."""
+    N = nbytes // 4
+    src = np.ones(N, dtype=np.float32)
+    dst = np.zeros_like(src)
+    parts = [slice(i * N // threads, (i + 1) * N // threads) for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        def copy():
+            if threads == 1:
+                np.copyto(dst, src)
+            else:
+                list(pool.map(lambda p: np.copyto(dst[p], src[p]), parts))
+        copy()  # warm-up: first touch of both buffers, threads started
+        n = calibrate(copy, 0.01)
+        best = math.inf
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                copy()
+            best = min(best, (time.perf_counter() - t0) / n)
+    return 8 * N / best / 1e9
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def matmul_GFLOPS(n, reps):
+    """Large fp32 matmul through numpy's BLAS: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    a @ b
+    best = min(timed(lambda: a @ b) for _ in range(reps))
+    return 2 * n**3 / best / 1e9
+
+
+def dot_GFLOPS(N, reps):
+    """Phase 1's reference dot product: 2 N FLOPs over 8 N bytes (I = 0.25)."""
+    a, b = np.ones(N, dtype=np.float32), np.ones(N, dtype=np.float32)
+    n = calibrate(lambda: a @ b, 0.01)
+    best = min(timed(lambda: [a @ b for _ in range(n)]) / n for _ in range(reps))
+    return 2 * N / best / 1e9
+
+
+def measure_ceilings(quick, llc_bytes, logical_cpus):
+    """DRAM bandwidth (one thread, all threads) on buffers far beyond the last-level cache, an
+    LLC-resident bandwidth, and pi as the best large fp32 matmul. Best-of-k: a ceiling is what
+    the machine can do, and noise only ever slows it down."""
+    dram = 32 << 20 if quick else max(128 << 20, 4 * llc_bytes)  # per buffer, two buffers
+    l3 = max(1 << 20, min(4 << 20, llc_bytes // 4))               # src + dst well inside LLC
+    reps = 2 if quick else 5
+    sizes = (256, 512) if quick else (1024, 2048)
+    one = copy_GBps(dram, 1, reps)
+    every = copy_GBps(dram, logical_cpus, reps) if logical_cpus > 1 else one
+    mm = [{"n": n, "GFLOPS": matmul_GFLOPS(n, reps), "intensity": n / 6} for n in sizes]
+    return {
+        "beta_dram_1thread_GBps": one, "beta_dram_all_threads_GBps": every,
+        "beta_l3_GBps": copy_GBps(l3, 1, reps), "copy_threads": logical_cpus,
+        "dram_buffer_bytes": dram, "l3_buffer_bytes": l3,
+        "pi_matmul_GFLOPS": max(m["GFLOPS"] for m in mm),
+        "reference_kernels": [
+            {"name": f"matmul {m['n']}x{m['n']} fp32", "intensity": m["intensity"],
+             "GFLOPS": m["GFLOPS"]} for m in mm] + [
+            {"name": "dot 10^6 fp32", "intensity": 0.25, "GFLOPS": dot_GFLOPS(10**6, reps)}],
+    }
+
+
+def read_ceilings(path):
+    """beta_peak_GBps and pi_peak_GFLOPS from a Phase 1 style manifest (top level or under
+    results_summary); a one-line UsageError otherwise."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+def place_on_roofline(row, d_model, n_heads, beta, pi):
+    """Add flops, bytes, intensity, GFLOPS, the attainable bound and memory/compute to each op."""
+    ridge = pi / beta
+    cost = op_cost(row["T"], d_model, n_heads)
+    total = row["ops"]["total"]["median_s"]
+    flops_all = sum(f for f, _ in cost.values())
+    for op, (flops, nbytes) in cost.items():
+        r = row["ops"][op]
+        I = flops / nbytes
+        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["median_s"] / 1e9,
+                 attainable_gflops=min(pi, beta * I), bound="memory" if I < ridge else "compute",
+                 time_share=r["median_s"] / total, flop_share=flops / flops_all)
+        r["pct_of_attainable"] = 100 * r["gflops"] / r["attainable_gflops"]
+    return row
+
+
+# ----------------------------------------------------------------------------------------------
+# Block E: the numbers the README's three answers stand on, judged from the data.
+
+def threshold_T(d_k, I_crit, bytes_factor):
+    """Smallest T from which scores/av are compute-bound, from T d_k / (4 d_k + b T) > I_crit.
+
+    b = 2 is the lab's intensity formula (8 T d_k + 4 T^2 bytes); b = 4 is its Block E
+    inequality as written, T d_k > 4 (d_k + T) I_crit, which counts the T^2 matrix twice
+    (8 T d_k + 8 T^2 bytes). The intensity tends to d_k / b: if that is below I_crit, no finite
+    T makes the op compute-bound and the answer is None.
+    """
+    if d_k <= bytes_factor * I_crit:
+        return None
+    return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
+
+
+def analyse(rows, d_model, n_heads, ceilings, anatomy):
+    by_T = {r["T"]: r for r in rows}
+    share = {T: {op: r["ops"][op]["time_share"] for op in OPS} for T, r in by_T.items()}
+    T_lo, T_hi = min(by_T), max(by_T)
+    proj = lambda T: share[T]["qkv_proj"] + share[T]["out_proj"]  # noqa: E731
+    quad = lambda T: share[T]["scores"] + share[T]["softmax"] + share[T]["av"]  # noqa: E731
+    smallest = {T: min(OPS, key=lambda op: share[T][op]) for T in by_T}
+    observations = [
+        {"claim": f"At T={T_lo} the projections (qkv_proj + out_proj) dominate",
+         "held": proj(T_lo) > quad(T_lo), "projections_share": proj(T_lo),
+         "T2_ops_share": quad(T_lo)},
+        {"claim": f"At T={T_hi} the T^2 ops (scores, softmax, av) dominate",
+         "held": quad(T_hi) > proj(T_hi), "projections_share": proj(T_hi),
+         "T2_ops_share": quad(T_hi)},
+        {"claim": "softmax is never the smallest component",
+         "held": all(smallest[T] != "softmax" for T in by_T),
+         "smallest_op_per_T": {str(T): smallest[T] for T in by_T},
+         "softmax_share_per_T": {str(T): share[T]["softmax"] for T in by_T}},
+    ]
+    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
+    ridge, d_k = pi / beta, d_model // n_heads
+    formula, written = threshold_T(d_k, ridge, 2), threshold_T(d_k, ridge, 4)
+    out = {
+        "ridge_intensity": ridge,
+        "expected_observations": observations,
+        "dominant_op_per_T": {str(T): max(OPS, key=lambda op: share[T][op]) for T in by_T},
+        "memory_bound_ops_per_T": {str(T): [op for op in OPS if r["ops"][op]["bound"] == "memory"]
+                                   for T, r in by_T.items()},
+        "scores_av_threshold": {
+            "I_crit": ridge, "d_k": d_k,
+            "from_intensity_formula": {"T_threshold": formula, "asymptotic_intensity": d_k / 2,
+                                       "condition": "T d_k / (4 d_k + 2T) > I_crit"},
+            "from_inequality_as_written": {"T_threshold": written, "asymptotic_intensity": d_k / 4,
+                                           "condition": "T d_k > 4 (d_k + T) I_crit"},
+            "note": "memory-bound for T below T_threshold; null: memory-bound for every T",
+        },
+        "flop_share_vs_time_share": {str(T): {op: {"flop_share": r["ops"][op]["flop_share"],
+                                                   "time_share": r["ops"][op]["time_share"]}
+                                              for op in OPS} for T, r in by_T.items()},
+        "softmax_anatomy": anatomy,
+    }
+    if 512 in by_T:
+        sm = by_T[512]["ops"]["softmax"]
+        out["softmax_at_T_512"] = {
+            "GFLOPS": sm["gflops"], "intensity": sm["intensity"],
+            "memory_ceiling_GFLOPS": beta * sm["intensity"],
+            "ratio_to_memory_ceiling": sm["gflops"] / (beta * sm["intensity"]),
+            "ratio_to_1thread_dram_ceiling":
+                sm["gflops"] / (ceilings["beta_dram_1thread_GBps"] * sm["intensity"]),
+            "ratio_to_l3_ceiling": sm["gflops"] / (ceilings["beta_l3_GBps"] * sm["intensity"]),
+        }
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Block F: the manifest, and the machine as it really is.
+
+def read_text(path, default=None):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return default
+
+
+def detect_hardware():
+    cpuinfo = read_text("/proc/cpuinfo", "")
+    field = lambda line: line.split(":", 1)[1].strip()  # noqa: E731
+    models = [field(ln) for ln in cpuinfo.splitlines() if ln.startswith("model name")]
+    cores, phys = set(), None
+    for ln in cpuinfo.splitlines():
+        if ln.startswith("physical id"):
+            phys = field(ln)
+        elif ln.startswith("core id"):
+            cores.add((phys, field(ln)))
+    caches = {}
+    for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        kind = read_text(idx / "type", "")
+        name = f"L{read_text(idx / 'level', '?')}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
+        caches[name] = {"size": read_text(idx / "size"),
+                        "shared_cpu_list": read_text(idx / "shared_cpu_list")}
+    logical = os.cpu_count() or 1
+    governor = read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "unavailable")
+    return {
+        "cpu_model": models[0] if models else (platform.processor() or "unknown"),
+        "cpu_governor_at_run": governor,
+        "logical_cpus": logical, "physical_cores": len(cores) or logical,
+        "caches": caches, "virtualized": " hypervisor" in cpuinfo,
+        "memory_GiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+    }
+
+
+def llc_bytes(hardware):
+    """Size of the last-level cache in bytes (8 MiB if the OS does not say)."""
+    sizes = [c["size"] for name, c in hardware["caches"].items() if not name.endswith("i")]
+    if not sizes or not sizes[-1]:
+        return 8 << 20
+    s = sizes[-1]
+    return int(s[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[s[-1]] if s[-1] in "KMG" else int(s)
+
+
+def blas_info():
+    pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    return [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer",
+                                  "architecture", "filepath")} for p in pools]
+
+
+def make_manifest(results, argv):
+    cfg, hw, sm = results["config"], results["hardware"], results["analysis"]
+    by_T = {r["T"]: r for r in results["sweep"]}
+    summary = dict.fromkeys(("softmax_GFLOPS_at_T_512", "softmax_pct_of_total_at_T_512",
+                             "scores_GFLOPS_at_T_512", "phase_27_motivation_pct_memory"))
+    if 512 in by_T:
+        ops = by_T[512]["ops"]
+        summary = {
+            "softmax_GFLOPS_at_T_512": ops["softmax"]["gflops"],
+            "softmax_pct_of_total_at_T_512": 100 * ops["softmax"]["time_share"],
+            "scores_GFLOPS_at_T_512": ops["scores"]["gflops"],
+            "phase_27_motivation_pct_memory":
+                100 * sum(ops[op]["time_share"] for op in OPS if ops[op]["bound"] == "memory"),
+        }
+    return {
+        "experiment": "15-attention-perf",
+        "date": results["date"],
+        "seed": cfg["seed"],
+        "versions": results["versions"],
+        "depends_on": results["ceilings"]["depends_on"],
+        "config": {"d_model": cfg["d_model"], "n_heads": cfg["n_heads"], "T_sweep": cfg["T_sweep"],
+                   "d_head": cfg["d_head"], "repeats": cfg["repeats"], "min_time_s": cfg["min_time_s"],
+                   "quick": cfg["quick"], "blas_threads": cfg["blas_threads"],
+                   "heap": results["heap"]["mode"]},
+        "hardware": hw,
+        "results_summary": summary,
+        "results_summary_definitions": {
+            "phase_27_motivation_pct_memory":
+                "percent of the T=512 forward's median time spent in ops whose lab intensity is "
+                "below the ridge pi/beta (memory-bound on this machine's roofline)",
+            "softmax_pct_of_total_at_T_512": "softmax median / total median at T=512, percent",
+        },
+        "ridge_intensity": sm["ridge_intensity"],
+        "ceilings_source": results["ceilings"]["source"],
+        "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "command": " ".join(["python", Path(__file__).name] + list(argv)),
+        "environment": results["environment"],
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Output: nothing is written until everything is ready; then each file atomically.
+
+def write_atomically(out_dir, files):
+    """Write every {name: bytes} to a temp file in out_dir, then rename each into place.
+    On any failure (or Ctrl-C) the temp files go and the earlier files are left as they were."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    temps = {}
+    try:
+        for name, data in files.items():
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
+            temps[name] = tmp
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        for name, tmp in list(temps.items()):
+            os.replace(tmp, out_dir / name)
+            del temps[name]
+    finally:
+        for tmp in temps.values():
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def to_json(obj):
+    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
+
+
+# ----------------------------------------------------------------------------------------------
+# CLI
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, instead of argparse's usage dump
+        raise UsageError(message)
+
+
+def positive(kind):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} must be positive and finite")
+        return v
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def non_negative_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return v
+
+
+def parse_args(argv):
+    p = Parser(prog="perf.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--T", type=positive(int), nargs="+", default=list(T_SWEEP),
+                   help="sequence lengths (default: 64 128 256 512)")
+    p.add_argument("--d-model", type=positive(int), default=64)
+    p.add_argument("--n-heads", type=positive(int), default=4)
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--min-time", type=positive(float), default=None,
+                   help="seconds of work one sample aggregates (default 0.05; --quick 0.005)")
+    p.add_argument("--repeats", type=positive(int), default=None,
+                   help="samples per T (default 100; --quick 5)")
+    p.add_argument("--threads", type=positive(int), default=None,
+                   help="limit BLAS threads (threadpoolctl); default: what the environment gives")
+    p.add_argument("--out", type=Path, default=HERE, help="output folder (default: this folder)")
+    p.add_argument("--roofline", type=Path, default=None,
+                   help="Phase 1 manifest with beta_peak_GBps and pi_peak_GFLOPS")
+    p.add_argument("--quick", action="store_true", help="tiny protocol, a few seconds (smoke test)")
+    args = p.parse_args(argv)
+    if args.d_model % args.n_heads:
+        p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
+    args.min_time = args.min_time or (0.005 if args.quick else 0.05)
+    args.repeats = args.repeats or (5 if args.quick else 100)
+    args.T = sorted(set(args.T))
+    check_writable(args.out)
+    return args
+
+
+def check_writable(out):
+    """Fail before measuring, not after: make the folder and write (and drop) a probe file."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise UsageError(f"--out {out}: {e.strerror or e}") from None
+
+
+def choose_ceilings(args, measured):
+    """The beta and pi the roofline uses: --roofline, else Phase 1's manifest, else measured."""
+    if args.roofline is not None:
+        given, source, dep = read_ceilings(args.roofline), "cli", str(args.roofline)
+    elif (REPO / PHASE1_MANIFEST).is_file():
+        given, source, dep = read_ceilings(REPO / PHASE1_MANIFEST), "phase1", PHASE1_MANIFEST
+    else:
+        given = {"beta_peak_GBps": measured["beta_dram_all_threads_GBps"],
+                 "pi_peak_GFLOPS": measured["pi_matmul_GFLOPS"]}
+        source, dep = "measured", None
+    return {**given, "source": source, "depends_on": dep, **measured}
+
+
+def run(args):
+    hardware = detect_hardware()
+    if args.roofline is not None or (REPO / PHASE1_MANIFEST).is_file():
+        choose_ceilings(args, {})  # validate the ceilings file now, not after the measurement
+    mha = init_mha(args.d_model, args.n_heads, args.seed)
+    blas = blas_info()
+    threads = blas[0]["num_threads"] if blas else None
+    if threads and threads > hardware["physical_cores"]:
+        progress(f"warning: {threads} BLAS threads on {hardware['physical_cores']} physical cores "
+                 "(hyper-threads or oversubscription): use --threads or OMP_NUM_THREADS")
+    default_repeats = max(3, min(20, args.repeats))
+    untimed_every = 4 if args.repeats >= 20 else 1
+    anatomy_repeats = max(3, args.repeats // 10)
+    ceilings_budget = 0.5 if args.quick else 2.0
+    progress = make_progress(
+        len(args.T) * (sample_budget(args.min_time, default_repeats, untimed_every)
+                       + sample_budget(args.min_time, args.repeats, untimed_every))
+        + 6 * anatomy_repeats * args.min_time + ceilings_budget)
+    # The default-allocator sweep runs first: glibc raises its mmap threshold the first time a
+    # large block is freed, so after the ceilings' big buffers it would no longer page-fault.
+    default_rows = sweep("default heap", args.T, mha, args.seed, args.min_time, default_repeats,
+                         untimed_every, progress)
+    heap = keep_heap()
+    progress(f"heap: {heap['mode']} ({heap['control']})")
+    rows = sweep(f"{heap['mode']} heap", args.T, mha, args.seed, args.min_time, args.repeats,
+                 untimed_every, progress)
+    anatomy = softmax_anatomy(512 if 512 in args.T else max(args.T), mha, args.seed,
+                              args.min_time, anatomy_repeats)
+    progress("softmax anatomy done", 6 * anatomy_repeats * args.min_time)
+    ceilings = choose_ceilings(args, measure_ceilings(args.quick, llc_bytes(hardware),
+                                                      hardware["logical_cpus"]))
+    progress(f"ceilings ({ceilings['source']}): beta {ceilings['beta_peak_GBps']:.1f} GB/s, "
+             f"pi {ceilings['pi_peak_GFLOPS']:.1f} GFLOPS", ceilings_budget)
+    for r in rows + default_rows:
+        place_on_roofline(r, args.d_model, args.n_heads, ceilings["beta_peak_GBps"],
+                          ceilings["pi_peak_GFLOPS"])
+    for r in rows:
+        for k in KEYS:
+            if r["ops"][k]["iqr_over_median"] > 0.10:
+                r["ops"][k]["unstable"] = True
+                progress(f"warning: T={r['T']} {k} unstable: IQR/median "
+                         f"{r['ops'][k]['iqr_over_median']:.2f} > 0.10")
+    import matplotlib
+    return {
+        "experiment": "15-attention-perf",
+        "date": datetime.date.today().isoformat(),
+        "config": {"d_model": args.d_model, "n_heads": args.n_heads,
+                   "d_head": args.d_model // args.n_heads, "T_sweep": args.T, "seed": args.seed,
+                   "repeats": args.repeats, "min_time_s": args.min_time, "quick": args.quick,
+                   "default_heap_repeats": default_repeats, "untimed_every": untimed_every,
+                   "blas_threads": threads, "threads_flag": args.threads,
+                   "model": "causal MHA, heads as a batch axis, no biases, float32"},
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "matplotlib": matplotlib.__version__,
+                     "threadpoolctl": __import__("threadpoolctl").__version__, "blas": blas},
+        "hardware": hardware,
+        "environment": {k: os.environ.get(k) for k in
+                        ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
+                         "OPENBLAS_L2_SIZE", "MKL_NUM_THREADS")},
+        "heap": heap,
+        "ceilings": ceilings,
+        "sweep": rows,
+        "sweep_default_heap": default_rows,
+        "analysis": analyse(rows, args.d_model, args.n_heads, ceilings, anatomy),
+    }
+
+
+def print_summary(results):
+    print(f"\n{'T':>5} " + " ".join(f"{k:>9}" for k in KEYS) + "  (median ms per forward)")
+    for r in results["sweep"]:
+        print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['median_s'] * 1e3:9.3f}" for k in KEYS))
+    print(f"\n{'T':>5} {'overhead':>9} {'acct gap':>9} {'faults/fw':>9} {'default heap':>13}")
+    for r, d in zip(results["sweep"], results["sweep_default_heap"]):
+        print(f"{r['T']:>5} {r['instrumentation_overhead']:9.2%} {r['accounting_gap']:9.2%} "
+              f"{r['page_faults_per_forward']:9.1f} {d['ops']['total']['median_s'] * 1e3:10.3f} ms"
+              f" ({d['page_faults_per_forward']:.0f} faults)")
+    c = results["ceilings"]
+    print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
+          f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['pi_peak_GFLOPS'] / c['beta_peak_GBps']:.2f}"
+          " FLOP/byte")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parse_args(argv)
+        limit = threadpool_limits(args.threads, user_api="blas") if args.threads else None
+        try:
+            results = run(args)
+        finally:
+            if limit is not None:
+                limit.restore_original_limits()
+        files = {"results.json": to_json(results),
+                 "manifest.json": to_json(make_manifest(results, argv))}
+        write_atomically(args.out, files)
+    except UsageError as e:
+        print(f"perf.py: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"perf.py: error: cannot write {e.filename or 'output'}: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("perf.py: interrupted; earlier results left as they were", file=sys.stderr)
+        return 130
+    print_summary(results)
+    print(f"\nwrote {', '.join(files)} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

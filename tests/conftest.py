@@ -1,0 +1,26 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXP = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
+PERF = EXP / "perf.py"
+sys.path.insert(0, str(EXP))
+
+
+def run_perf(*args, **kw):
+    """perf.py in a fresh process: its allocator settings must not leak into the test process."""
+    return subprocess.run([sys.executable, str(PERF), *args], capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """One --quick run shared by the end-to-end tests (a few seconds)."""
+    out = tmp_path_factory.mktemp("quick")
+    proc = run_perf("--quick", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, json.loads((out / "results.json").read_text()), \
+        json.loads((out / "manifest.json").read_text())

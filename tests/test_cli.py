@@ -1,0 +1,146 @@
+"""perf.py as a learner runs it: the outputs of a --quick run, bad input, interruption."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import perf
+from conftest import PERF, run_perf
+
+OPS = ["qkv_proj", "scores", "softmax", "av", "out_proj"]
+
+
+def test_quick_run_results(quick_run):
+    out, res, _ = quick_run
+    assert res["config"]["quick"] is True and res["config"]["T_sweep"] == [64, 128, 256, 512]
+    assert res["ceilings"]["source"] in ("measured", "phase1")
+    assert res["ceilings"]["beta_peak_GBps"] > 0 and res["ceilings"]["pi_peak_GFLOPS"] > 0
+    for rows in (res["sweep"], res["sweep_default_heap"]):
+        assert [r["T"] for r in rows] == [64, 128, 256, 512]
+        for r in rows:
+            assert r["n_inner"] >= 1 and r["repeats"] >= 3
+            for op in OPS:
+                o = r["ops"][op]
+                assert o["p25_s"] <= o["median_s"] <= o["p75_s"] and o["min_s"] <= o["median_s"]
+                assert (o["flops"], o["bytes"]) == perf.op_cost(r["T"], 64, 4)[op]
+                assert o["gflops"] == pytest.approx(o["flops"] / o["median_s"] / 1e9)
+                assert o["bound"] in ("memory", "compute")
+            assert r["ops"]["softmax"]["bound"] == "memory"
+            assert {"mean_s", "median_s"} <= set(r["ops"]["total"])
+            for k in ("untimed_total_median_s", "instrumentation_overhead",
+                      "page_faults_per_forward", "accounting_gap"):
+                assert isinstance(r[k], float)
+    a = res["analysis"]
+    assert len(a["expected_observations"]) == 3
+    assert all(isinstance(o["held"], bool) for o in a["expected_observations"])
+    assert set(a["softmax_anatomy"]["steps"]) == {"mask_add", "max", "subtract", "exp", "sum",
+                                                  "divide"}
+    assert a["softmax_at_T_512"]["ratio_to_memory_ceiling"] > 0
+    assert not any(p.name.endswith(".tmp") for p in out.iterdir())
+
+
+def test_quick_run_manifest(quick_run):
+    _, res, man = quick_run
+    template = ["experiment", "date", "seed", "versions", "depends_on", "config", "hardware",
+                "results_summary"]
+    assert all(k in man for k in template)
+    assert man["experiment"] == "15-attention-perf" and man["seed"] == 0
+    assert {"python", "numpy"} <= set(man["versions"])
+    assert man["config"]["d_model"] == 64 and man["config"]["n_heads"] == 4
+    assert man["config"]["T_sweep"] == [64, 128, 256, 512]
+    assert {"cpu_model", "cpu_governor_at_run"} <= set(man["hardware"])
+    gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    assert man["hardware"]["cpu_governor_at_run"] == (
+        open(gov).read().strip() if os.path.exists(gov) else "unavailable")
+    assert man["perf_py_sha256"] == hashlib.sha256(PERF.read_bytes()).hexdigest()
+    s = man["results_summary"]
+    assert set(s) == {"softmax_GFLOPS_at_T_512", "softmax_pct_of_total_at_T_512",
+                      "scores_GFLOPS_at_T_512", "phase_27_motivation_pct_memory"}
+    assert all(isinstance(v, float) for v in s.values())
+    assert 0 <= s["phase_27_motivation_pct_memory"] <= 100
+    assert man["depends_on"] is None or man["depends_on"].endswith("manifest.json")
+
+
+def _bad_inputs(tmp_path):
+    not_dir = tmp_path / "file"
+    not_dir.write_text("x")
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{nope")
+    no_keys = tmp_path / "nokeys.json"
+    no_keys.write_text('{"beta_peak_GBps": 10}')
+    return [["--T", "0"], ["--T", "-64"], ["--T", "64.5"], ["--T"], ["--d-model", "x"],
+            ["--n-heads", "5"], ["--n-heads", "0"], ["--min-time", "0"], ["--min-time", "nan"],
+            ["--min-time", "inf"], ["--min-time", "-1"], ["--repeats", "0"], ["--threads", "0"],
+            ["--seed", "-1"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
+            ["--roofline", str(bad_json)], ["--roofline", str(no_keys)],
+            ["--out", str(not_dir / "sub")], ["--out", "/proc/perf-out"]]
+
+
+def test_bad_input_one_line_exit_2_nothing_touched(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("earlier")
+    for argv in _bad_inputs(tmp_path):
+        code = perf.main(argv + (["--out", str(out)] if "--out" not in argv else []))
+        err = capsys.readouterr().err
+        assert code == 2, argv
+        assert len(err.strip().splitlines()) == 1 and err.startswith("perf.py: error:"), (argv, err)
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
+    assert (out / "results.json").read_text() == "earlier"
+
+
+def test_bad_input_from_the_shell_has_no_traceback(tmp_path):
+    proc = run_perf("--n-heads", "3", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "perf.py: error: --n-heads 3 does not divide --d-model 64"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_is_atomic_under_injected_failure(tmp_path, monkeypatch):
+    (tmp_path / "results.json").write_bytes(b"old results")
+    (tmp_path / "manifest.json").write_bytes(b"old manifest")
+    real_fsync, calls = os.fsync, []
+
+    def failing_fsync(fd):  # the second file's write fails, before anything is renamed
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError):
+        perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new"})
+    assert (tmp_path / "results.json").read_bytes() == b"old results"
+    assert (tmp_path / "manifest.json").read_bytes() == b"old manifest"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "results.json"]
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new2"})
+    assert (tmp_path / "manifest.json").read_bytes() == b"new2"
+
+
+def test_ctrl_c_mid_run_exit_130_files_untouched(tmp_path):
+    before = {"results.json": b"earlier results\n", "manifest.json": b"earlier manifest\n"}
+    for name, data in before.items():
+        (tmp_path / name).write_bytes(data)
+    proc = subprocess.Popen([sys.executable, str(PERF), "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:  # interrupt once the measurement is under way
+        if "T=64 done" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_import_has_no_side_effects(tmp_path):
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import perf; print('ok')"
+    proc = subprocess.run([sys.executable, "-c", code, str(PERF.parent)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "ok\n" and proc.stderr == ""
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,76 @@
+"""The lab's FLOP and byte formulas, the thresholds and the roofline arithmetic, by hand."""
+import json
+
+import pytest
+
+import perf
+
+
+def test_cost_model_by_hand_T64():
+    c = perf.op_cost(64, 64, 4)
+    assert c["qkv_proj"] == (3 * 2 * 64 * 64 * 64, 3 * (4 * 64 * 64 + 4 * 64 * 64))  # 1572864, 98304
+    assert c["qkv_proj"] == (1_572_864, 98_304)
+    assert c["scores"] == (4 * 2 * 64 * 64 * 16, 4 * (8 * 64 * 16 + 4 * 64 * 64)) == (524_288, 98_304)
+    assert c["softmax"] == (81_920, 131_072)
+    assert c["av"] == c["scores"]
+    assert c["out_proj"] == (524_288, 32_768)
+
+
+def test_cost_model_by_hand_T512_and_lab_intensities():
+    c = perf.op_cost(512, 64, 4)
+    assert c["scores"] == (33_554_432, 4_456_448)
+    assert c["softmax"] == (5_242_880, 8_388_608)
+    assert c["qkv_proj"] == (12_582_912, 442_368)
+    T, d, d_k = 512, 64, 16
+    I = {op: f / b for op, (f, b) in c.items()}
+    assert I["qkv_proj"] == pytest.approx(T * d / (2 * T + 2 * d))        # 28.44
+    assert I["scores"] == pytest.approx(T * d_k / (4 * d_k + 2 * T))      # 7.53
+    assert I["softmax"] == pytest.approx(0.625)
+    assert I["out_proj"] == pytest.approx(I["qkv_proj"])
+
+
+def test_thresholds_both_forms():
+    # I_crit = 2, d_k = 16: formula T*16 > 2*(64 + 2T) -> T > 128/12; inequality 16T > 8(16+T) -> T > 16
+    assert perf.threshold_T(16, 2.0, 2) == pytest.approx(128 / 12)
+    assert perf.threshold_T(16, 2.0, 4) == pytest.approx(16)
+    assert 16 * 16 > 4 * (16 + 16) * 2.0 - 1e-9 and not 15 * 16 > 4 * (16 + 15) * 2.0
+    # I_crit = 5: the inequality's intensity tends to d_k/4 = 4 < 5, the formula's to 8 > 5
+    assert perf.threshold_T(16, 5.0, 4) is None
+    assert perf.threshold_T(16, 5.0, 2) == pytest.approx(4 * 16 * 5 / 6)
+    # I_crit = 9 is above both asymptotes: memory-bound for every T
+    assert perf.threshold_T(16, 9.0, 2) is None and perf.threshold_T(16, 8.0, 2) is None
+
+
+def test_place_on_roofline_arithmetic():
+    row = {"T": 64, "ops": {op: {"median_s": 1e-5} for op in perf.OPS}}
+    row["ops"]["total"] = {"median_s": 5e-5}
+    perf.place_on_roofline(row, 64, 4, beta=20.0, pi=100.0)  # ridge 5 FLOP/byte
+    qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
+    assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"
+    assert qkv["gflops"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
+    assert qkv["attainable_gflops"] == 100.0
+    assert sm["bound"] == "memory" and sm["attainable_gflops"] == pytest.approx(20 * 0.625)
+    assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "compute"
+    assert sm["time_share"] == pytest.approx(0.2)
+    assert sum(row["ops"][op]["flop_share"] for op in perf.OPS) == pytest.approx(1)
+
+
+@pytest.mark.parametrize("doc,expect", [
+    ({"beta_peak_GBps": 17.5, "pi_peak_GFLOPS": 250}, (17.5, 250.0)),
+    ({"results_summary": {"beta_peak_GBps": 19, "pi_peak_GFLOPS": 240.5}}, (19.0, 240.5)),
+])
+def test_read_ceilings(tmp_path, doc, expect):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(doc))
+    c = perf.read_ceilings(f)
+    assert (c["beta_peak_GBps"], c["pi_peak_GFLOPS"]) == expect
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"beta_peak_GBps": 10}',
+                                  '{"beta_peak_GBps": -1, "pi_peak_GFLOPS": 5}',
+                                  '{"beta_peak_GBps": "10", "pi_peak_GFLOPS": 5}'])
+def test_read_ceilings_rejects(tmp_path, text):
+    f = tmp_path / "m.json"
+    f.write_text(text)
+    with pytest.raises(perf.UsageError):
+        perf.read_ceilings(f)
