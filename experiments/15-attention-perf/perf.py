@@ -354,6 +354,108 @@ def softmax_anatomy(T, mha, seed, min_time, repeats):
 
 
 # ----------------------------------------------------------------------------------------------
+# Block C: perf.png, where each forward's time goes. Drawn from results.json alone (--replot).
+
+COLORS = {"qkv_proj": "#4C72B0", "scores": "#DD8452", "softmax": "#C44E52", "av": "#55A868",
+          "out_proj": "#8172B3"}
+
+
+def new_figure(*args, **kw):
+    """A matplotlib figure on the headless Agg backend (imported here: the module stays light)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt.subplots(*args, **kw)
+
+
+def png_bytes(fig):
+    import matplotlib.pyplot as plt
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=150)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def footer(fig, res):
+    hw, cfg = res["hardware"], res["config"]
+    text = (f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' if hw['virtualized'] else ''})"
+            f" | BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
+            f" | medians of {cfg['repeats']} samples of >= {cfg['min_time_s'] * 1e3:g} ms")
+    if cfg["quick"]:
+        text += " | --quick: smoke test, not a measurement"
+    fig.text(0.5, 0.01, text, ha="center", va="bottom", fontsize=8, color="0.35")
+
+
+def plot_perf(res):
+    rows, default = res["sweep"], {r["T"]: r for r in res["sweep_default_heap"]}
+    fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 5.6), gridspec_kw={"width_ratios": [1.15, 1]})
+    x = np.arange(len(rows))
+    ms = lambda r, k: r["ops"][k]["median_s"] * 1e3  # noqa: E731
+    # Left: absolute time per forward, one stacked bar per T.
+    bottom = np.zeros(len(rows))
+    for op in OPS:
+        h = np.array([ms(r, op) for r in rows])
+        ax.bar(x - 0.08, h, 0.55, bottom=bottom, color=COLORS[op], label=op)
+        bottom += h
+    tot = np.array([ms(r, "total") for r in rows])
+    iqr = np.array([[tot[i] - r["ops"]["total"]["p25_s"] * 1e3, r["ops"]["total"]["p75_s"] * 1e3
+                     - tot[i]] for i, r in enumerate(rows)]).T
+    ax.errorbar(x - 0.08, tot, yerr=iqr, fmt="none", ecolor="black", capsize=4, lw=1)
+    dflt = np.array([default[r["T"]]["ops"]["total"]["median_s"] * 1e3 if r["T"] in default
+                     else np.nan for r in rows])
+    # The default heap can be several times the warm total: clip its hatched extension at the
+    # top of the axis (true value in the label) so that the warm bars stay readable.
+    ylim = 1.5 * tot.max()
+    extra = np.fmin(dflt, ylim) - tot
+    faulted = np.array([default.get(r["T"], {}).get("page_faults_per_forward", 0) >= 1
+                        for r in rows])
+    extra[~((extra > 0) & faulted)] = np.nan  # no bar, not even an edge, where nothing faulted
+    ax.bar(x + 0.32, extra, 0.18, bottom=tot, fill=False, hatch="///", edgecolor="0.5", lw=0.8,
+           label="default heap: extra time per forward\n(page-fault overhead, not compute)")
+    for i, r in enumerate(rows):
+        dom = max(OPS, key=lambda op: r["ops"][op]["median_s"])
+        share = 100 * r["ops"][dom]["median_s"] / r["ops"]["total"]["median_s"]
+        ax.annotate(f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + iqr[1][i]),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=8.5)
+        if extra[i] > 0:
+            clipped = dflt[i] > ylim
+            ax.annotate(f"default heap\n{dflt[i]:.3g} ms{' (off scale)' if clipped else ''}\n"
+                        f"{default[r['T']]['page_faults_per_forward']:.0f} faults/fwd",
+                        (x[i] + (0.42 if clipped else 0.32), tot[i] + extra[i]),
+                        xytext=(2, -2) if clipped else (0, 3), textcoords="offset points",
+                        ha="left" if clipped else "center", va="top" if clipped else "bottom",
+                        fontsize=7, color="0.3")
+    ax.set_xticks(x, [f"T={r['T']}" for r in rows])
+    ax.set_ylabel("time per forward (ms, median; whiskers: IQR of the total)")
+    ax.set_ylim(0, ylim)
+    ax.set_xlim(-0.55, len(rows) - 0.05)
+    ax.set_title("Where a forward's time goes (warm heap)", fontsize=11)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    # Right: each T normalised to 100%: time share beside FLOP share of the same five ops.
+    w = 0.36
+    for i, r in enumerate(rows):
+        for dx, key in ((-w / 2 - 0.01, "time_share"), (w / 2 + 0.01, "flop_share")):
+            b = 0.0
+            for op in OPS:
+                s = 100 * r["ops"][op][key]
+                ax2.bar(x[i] + dx, s, w, bottom=b, color=COLORS[op],
+                        alpha=1.0 if key == "time_share" else 0.55)
+                if s >= 7:
+                    ax2.text(x[i] + dx, b + s / 2, f"{s:.0f}", ha="center", va="center",
+                             fontsize=7, color="white")
+                b += s
+    ax2.set_xticks(x, [f"T={r['T']}\ntime | FLOPs" for r in rows], fontsize=8.5)
+    ax2.set_ylabel("share of the forward (%)")
+    ax2.set_ylim(0, 100)
+    ax2.set_title("Time share (solid) vs FLOP share (faded), per op", fontsize=11)
+    fig.suptitle("Naive numpy multi-head attention, d_model=64, 4 heads, d_k=16", fontsize=12)
+    footer(fig, res)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    return png_bytes(fig)
+
+
+# ----------------------------------------------------------------------------------------------
 # Block D: the roofline's ceilings, measured here by Phase 1's method unless Phase 1 gives them.
 
 def copy_GBps(nbytes, threads, reps):
@@ -409,7 +511,7 @@ def measure_ceilings(quick, llc_bytes, logical_cpus):
     the machine can do, and noise only ever slows it down."""
     dram = 32 << 20 if quick else max(128 << 20, 4 * llc_bytes)  # per buffer, two buffers
     l3 = max(1 << 20, min(4 << 20, llc_bytes // 4))               # src + dst well inside LLC
-    reps = 2 if quick else 5
+    reps = 2 if quick else 8
     sizes = (256, 512) if quick else (1024, 2048)
     one = copy_GBps(dram, 1, reps)
     every = copy_GBps(dram, logical_cpus, reps) if logical_cpus > 1 else one
@@ -459,6 +561,82 @@ def place_on_roofline(row, d_model, n_heads, beta, pi):
                  time_share=r["median_s"] / total, flop_share=flops / flops_all)
         r["pct_of_attainable"] = 100 * r["gflops"] / r["attainable_gflops"]
     return row
+
+
+def plot_roofline(res):
+    """Every op at every T as (intensity, GFLOPS) on the machine's roofline, Phase 1's axes."""
+    c = res["ceilings"]
+    beta, pi = c["beta_peak_GBps"], c["pi_peak_GFLOPS"]
+    ridge = pi / beta
+    X_MIN, X_MAX = 0.01, 100.0
+    fig, ax = new_figure(figsize=(11, 6.6))
+    xs = np.logspace(math.log10(X_MIN), math.log10(X_MAX), 400)
+    src = {"measured": "measured here", "phase1": "Phase 1", "cli": "--roofline"}[c["source"]]
+    ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
+            label=f"roofline: beta = {beta:.1f} GB/s DRAM copy ({src}), pi = {pi:.0f} GFLOPS")
+    for key, name, ls in (("beta_l3_GBps", "LLC-resident copy", "--"),
+                          ("beta_dram_1thread_GBps", "DRAM copy, 1 thread", ":")):
+        if c.get(key):
+            ax.plot(xs, np.minimum(pi, c[key] * xs), color="0.55", lw=1, ls=ls,
+                    label=f"{name}: {c[key]:.1f} GB/s (measured here)")
+    ax.axvline(ridge, color="0.8", lw=0.8, zorder=0)
+    ax.annotate(f"ridge\n{ridge:.2f} FLOP/B", (ridge, 0.1), xytext=(4, 4),
+                textcoords="offset points", fontsize=8, color="0.3")
+    # Reference kernels measured for the ceilings (grey), clamped to the edge when off scale.
+    for k in c.get("reference_kernels", []):
+        off = k["intensity"] > X_MAX
+        ax.scatter(min(k["intensity"], X_MAX), k["GFLOPS"], marker=">" if off else "o", s=30,
+                   color="0.6", zorder=3, clip_on=False)
+        ax.annotate(f"{k['name']}" + (f" (I={k['intensity']:.0f}, off scale)" if off else ""),
+                    (min(k["intensity"], X_MAX), k["GFLOPS"]), xytext=(-6 if off else 5, 3),
+                    textcoords="offset points", ha="right" if off else "left", fontsize=7,
+                    color="0.45")
+    # The 20 points: colour by op, size by T, T written beside each (left or right by op, since
+    # qkv_proj/out_proj and scores/av share their intensities).
+    Ts = [r["T"] for r in res["sweep"]]
+    side = {"qkv_proj": -1, "scores": -1, "softmax": 1, "av": 1, "out_proj": 1}
+    for op in OPS:
+        bounds = {r["T"]: r["ops"][op]["bound"] for r in res["sweep"]}
+        kinds = sorted(set(bounds.values()))
+        where = (f"{kinds[0]}-bound at every T" if len(kinds) == 1 else "memory-bound at T=" +
+                 ",".join(str(T) for T, b in bounds.items() if b == "memory"))
+        pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], r["T"]) for r in res["sweep"]]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[op], lw=0.8, alpha=0.5)
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=[18 + 60 * Ts.index(p[2]) for p in pts],
+                   color=COLORS[op], edgecolor="white", lw=0.6, zorder=4,
+                   label=f"{op} ({where})")
+        for j, (I, g, T) in enumerate(pts):
+            s = side[op] * (-1 if op == "softmax" and j % 2 else 1)  # softmax: one column of dots
+            ax.annotate(str(T), (I, g), xytext=(7 * s, -3), textcoords="offset points",
+                        fontsize=6.5, color=COLORS[op], ha="left" if s > 0 else "right")
+    # Phase 27 preview: the fused T^2 ops, measured, and where the same FLOPs could sit.
+    pv = res["analysis"]["phase_27_preview"]
+    m, f = pv["measured"], pv["without_materialising_A"]
+    ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=180, color="black", zorder=5,
+               label=f"scores+softmax+av fused, T={pv['T']} (measured)")
+    fx = min(f["intensity"], X_MAX)
+    ax.scatter(fx, f["bound_GFLOPS"], marker="*", s=180, facecolor="none", edgecolor="black",
+               zorder=5, clip_on=False,
+               label=f"same FLOPs without writing S, A: roofline bound, not a measurement")
+    ax.annotate("", (fx, f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
+                arrowprops={"arrowstyle": "->", "ls": "--", "color": "black", "lw": 1})
+    ax.annotate(f"Phase 27 (A never written): same FLOPs, {pv['bytes_reduction']:.0f}x fewer bytes\n"
+                f"-> I = {f['intensity']:.0f} FLOP/B{' (off scale)' if f['intensity'] > X_MAX else ''},"
+                f" bound {f['bound_GFLOPS']:.0f} GFLOPS", (m["intensity"], m["GFLOPS"]),
+                xytext=(10, -10), textcoords="offset points", ha="left", va="top", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(X_MIN, X_MAX)
+    ax.set_ylim(0.1, 1.5 * pi)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, the lab's byte counts)")
+    ax.set_ylabel("GFLOPS (FLOPs / median time)")
+    ax.set_title("Attention ops on this machine's roofline (marker size: T = 64, 128, 256, 512)",
+                 fontsize=11)
+    ax.grid(True, which="major", color="0.92")
+    ax.legend(loc="upper left", fontsize=7.5, frameon=True, framealpha=0.9)
+    footer(fig, res)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return png_bytes(fig)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -517,6 +695,25 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
                                                    "time_share": r["ops"][op]["time_share"]}
                                               for op in OPS} for T, r in by_T.items()},
         "softmax_anatomy": anatomy,
+    }
+    # Phase 27 preview: scores + softmax + av as one fused op. Same FLOPs; measured, it moves the
+    # lab's bytes of the three ops. Never writing S or A, it would move only Q, K, V in and the
+    # output out: h * 4 * (4 T d_k) bytes. Placed at its roofline bound: a bound, not a measurement.
+    T = 512 if 512 in by_T else T_hi
+    fused = [by_T[T]["ops"][op] for op in ("scores", "softmax", "av")]
+    flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
+    seconds = sum(o["median_s"] for o in fused)
+    flash_bytes = n_heads * 4 * 4 * T * d_k
+    flash_I = flops / flash_bytes
+    out["phase_27_preview"] = {
+        "T": T, "flops": flops,
+        "measured": {"bytes": nbytes, "intensity": flops / nbytes, "median_s": seconds,
+                     "GFLOPS": flops / seconds / 1e9},
+        "without_materialising_A": {"bytes": flash_bytes, "intensity": flash_I,
+                                    "bound_GFLOPS": min(pi, beta * flash_I),
+                                    "bound": "memory" if flash_I < ridge else "compute",
+                                    "time_lower_bound_s": flops / min(pi, beta * flash_I) / 1e9},
+        "bytes_reduction": nbytes / flash_bytes,
     }
     if 512 in by_T:
         sm = by_T[512]["ops"]["softmax"]
@@ -631,11 +828,14 @@ def write_atomically(out_dir, files):
     """Write every {name: bytes} to a temp file in out_dir, then rename each into place.
     On any failure (or Ctrl-C) the temp files go and the earlier files are left as they were."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
     temps = {}
     try:
         for name, data in files.items():
             fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
             temps[name] = tmp
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -649,6 +849,32 @@ def write_atomically(out_dir, files):
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def render_plots(results):
+    return {"perf.png": plot_perf(results), "roofline.png": plot_roofline(results)}
+
+
+def load_results(path):
+    """results.json for --replot, checked for what the two plots read; one-line error if not."""
+    try:
+        res = json.loads(path.read_text())
+        rows = res["sweep"]
+        for r in rows + res["sweep_default_heap"]:
+            for k in KEYS:
+                float(r["ops"][k]["median_s"])
+            for op in OPS:
+                float(r["ops"][op]["intensity"]), float(r["ops"][op]["gflops"])
+        res["analysis"]["phase_27_preview"]["measured"]["intensity"]
+        float(res["ceilings"]["beta_peak_GBps"]), float(res["ceilings"]["pi_peak_GFLOPS"])
+        res["hardware"]["cpu_model"], res["config"]["repeats"], res["heap"]["mode"]
+        if not rows:
+            raise ValueError
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        raise UsageError(f"{path} is not a results.json written by perf.py") from None
+    return res
 
 
 def to_json(obj):
@@ -703,13 +929,16 @@ def parse_args(argv):
     p.add_argument("--roofline", type=Path, default=None,
                    help="Phase 1 manifest with beta_peak_GBps and pi_peak_GFLOPS")
     p.add_argument("--quick", action="store_true", help="tiny protocol, a few seconds (smoke test)")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw perf.png and roofline.png from --out's results.json")
     args = p.parse_args(argv)
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
     args.min_time = args.min_time or (0.005 if args.quick else 0.05)
     args.repeats = args.repeats or (5 if args.quick else 100)
     args.T = sorted(set(args.T))
-    check_writable(args.out)
+    if not args.replot:
+        check_writable(args.out)
     return args
 
 
@@ -730,7 +959,9 @@ def choose_ceilings(args, measured):
     elif (REPO / PHASE1_MANIFEST).is_file():
         given, source, dep = read_ceilings(REPO / PHASE1_MANIFEST), "phase1", PHASE1_MANIFEST
     else:
-        given = {"beta_peak_GBps": measured["beta_dram_all_threads_GBps"],
+        # All threads can copy at least as fast as one: a lower all-threads figure is noise.
+        given = {"beta_peak_GBps": max(measured["beta_dram_all_threads_GBps"],
+                                       measured["beta_dram_1thread_GBps"]),
                  "pi_peak_GFLOPS": measured["pi_matmul_GFLOPS"]}
         source, dep = "measured", None
     return {**given, "source": source, "depends_on": dep, **measured}
@@ -822,14 +1053,19 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = parse_args(argv)
-        limit = threadpool_limits(args.threads, user_api="blas") if args.threads else None
-        try:
-            results = run(args)
-        finally:
-            if limit is not None:
-                limit.restore_original_limits()
-        files = {"results.json": to_json(results),
-                 "manifest.json": to_json(make_manifest(results, argv))}
+        if args.replot:
+            results = load_results(args.out / "results.json")
+            files = render_plots(results)
+        else:
+            limit = threadpool_limits(args.threads, user_api="blas") if args.threads else None
+            try:
+                results = run(args)
+            finally:
+                if limit is not None:
+                    limit.restore_original_limits()
+            files = {"results.json": to_json(results),
+                     "manifest.json": to_json(make_manifest(results, argv)),
+                     **render_plots(results)}
         write_atomically(args.out, files)
     except UsageError as e:
         print(f"perf.py: error: {e}", file=sys.stderr)
@@ -841,7 +1077,8 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("perf.py: interrupted; earlier results left as they were", file=sys.stderr)
         return 130
-    print_summary(results)
+    if not args.replot:
+        print_summary(results)
     print(f"\nwrote {', '.join(files)} to {args.out}")
     return 0
 
