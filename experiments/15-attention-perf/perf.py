@@ -1005,8 +1005,8 @@ def run(args):
                           ceilings["pi_peak_GFLOPS"])
     for r in rows:
         for k in KEYS:
-            if r["ops"][k]["iqr_over_median"] > 0.10:
-                r["ops"][k]["unstable"] = True
+            r["ops"][k]["unstable"] = r["ops"][k]["iqr_over_median"] > 0.10
+            if r["ops"][k]["unstable"]:
                 progress(f"warning: T={r['T']} {k} unstable: IQR/median "
                          f"{r['ops'][k]['iqr_over_median']:.2f} > 0.10")
     import matplotlib
