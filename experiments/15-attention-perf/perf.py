@@ -211,7 +211,8 @@ def keep_heap():
 
 def calibrate(fn, min_time):
     """Calls of fn per sample so that one sample aggregates >= min_time (timeit.autorange's idea,
-    aimed at min_time, with a 5% margin so that noise rarely pushes a sample below it)."""
+    aimed at min_time). Sized on the fastest of three trial batches, with a 5% margin, so that a
+    sample falls short of min_time only if the machine later runs faster than it ever did here."""
     n = 1
     while True:
         t0 = time.perf_counter()
@@ -219,8 +220,14 @@ def calibrate(fn, min_time):
             fn()
         dt = time.perf_counter() - t0
         if dt >= min_time / 4:
-            return max(1, math.ceil(n * 1.05 * min_time / dt))
+            break
         n *= 2
+    for _ in range(2):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = min(dt, time.perf_counter() - t0)
+    return max(1, math.ceil(n * 1.05 * min_time / dt))
 
 
 def summarize(samples):
@@ -271,10 +278,13 @@ def profile_T(T, mha, seed, min_time, repeats, untimed_every):
         "T": T, "n_inner": n, "repeats": repeats, "untimed_repeats": len(pairs),
         "ops": {k: summarize(per_op[k]) for k in KEYS},
         "sample_time_min_s": float(wall.min() * n),
+        "samples_below_min_time": int(np.sum(wall * n < min_time)),
         "timed_wall_median_s": float(np.median(wall)),
         "untimed_total_median_s": float(np.median(untimed_wall)),
         # Paired samples taken back to back, so slow drift of the shared machine cancels out.
         "instrumentation_overhead": float(np.median(timed_wall / untimed_wall) - 1),
+        "instrumentation_overhead_iqr": [float(q) - 1 for q in
+                                         np.percentile(timed_wall / untimed_wall, [25, 75])],
         # Time of a forward (wall clock around n calls) that the five op timers do not see.
         "accounting_gap": float(np.median(1 - sum_ops / wall)),
         "page_faults_per_forward": faults / (repeats * n),
