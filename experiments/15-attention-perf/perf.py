@@ -593,14 +593,17 @@ def plot_roofline(res):
     ax.annotate(f"ridge\n{ridge:.2f} FLOP/B", (ridge, 0.1), xytext=(4, 4),
                 textcoords="offset points", fontsize=8, color="0.3")
     # Reference kernels measured for the ceilings (grey), clamped to the edge when off scale.
+    n_off = 0
     for k in c.get("reference_kernels", []):
         off = k["intensity"] > X_MAX
         ax.scatter(min(k["intensity"], X_MAX), k["GFLOPS"], marker=">" if off else "o", s=30,
                    color="0.6", zorder=3, clip_on=False)
-        ax.annotate(f"{k['name']}" + (f" (I={k['intensity']:.0f}, off scale)" if off else ""),
-                    (min(k["intensity"], X_MAX), k["GFLOPS"]), xytext=(-6 if off else 5, 3),
-                    textcoords="offset points", ha="right" if off else "left", fontsize=7,
+        ax.annotate(f"{k['name'].split('x')[0]}, I={k['intensity']:.0f} ->: {k['GFLOPS']:.0f}"
+                    if off else k["name"], (min(k["intensity"], X_MAX), k["GFLOPS"]),
+                    xytext=(-6, -6 - 9 * n_off) if off else (5, 3), textcoords="offset points",
+                    ha="right" if off else "left", va="bottom" if not off else "top", fontsize=7,
                     color="0.45")
+        n_off += off
     # The 20 points: colour by op, size by T, T written beside each (left or right by op, since
     # qkv_proj/out_proj and scores/av share their intensities).
     Ts = [r["T"] for r in res["sweep"]]
