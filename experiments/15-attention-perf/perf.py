@@ -36,6 +36,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -209,24 +210,22 @@ def keep_heap():
                                        f"M_TRIM_THRESHOLD={2**30}"}
 
 
+def batch_seconds(fn, n):
+    """Wall-clock seconds of n back-to-back calls of fn."""
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter_ns() - t0) * 1e-9
+
+
 def calibrate(fn, min_time):
     """Calls of fn per sample so that one sample aggregates >= min_time (timeit.autorange's idea,
     aimed at min_time). Sized on the fastest of three trial batches, with a 5% margin, so that a
     sample falls short of min_time only if the machine later runs faster than it ever did here."""
     n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time / 4:
-            break
+    while (dt := batch_seconds(fn, n)) < min_time / 4:
         n *= 2
-    for _ in range(2):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = min(dt, time.perf_counter() - t0)
+    dt = min(dt, batch_seconds(fn, n), batch_seconds(fn, n))
     return max(1, math.ceil(n * 1.05 * min_time / dt))
 
 
@@ -239,6 +238,12 @@ def summarize(samples):
             "min_s": float(a.min()), "iqr_over_median": float((p75 - p25) / med) if med else 0.0}
 
 
+def make_input(T, mha, seed):
+    """x (T, d_model) float32, the same for a given (seed, T) in every stage of the run."""
+    d_model = mha.W_Q.shape[0]
+    return np.random.default_rng([seed, T]).standard_normal((T, d_model)).astype(np.float32)
+
+
 def profile_T(T, mha, seed, min_time, repeats, untimed_every):
     """Every op's time per forward at one T: `repeats` samples of n forwards, each >= min_time.
 
@@ -246,7 +251,7 @@ def profile_T(T, mha, seed, min_time, repeats, untimed_every):
     forwards / n. Every `untimed_every`-th sample is followed by n plain attention_forward calls:
     paired with its neighbour, it measures what the six timers cost.
     """
-    x = np.random.default_rng([seed, T]).standard_normal((T, mha.W_Q.shape[0])).astype(np.float32)
+    x = make_input(T, mha, seed)
     mask = causal_mask(T)
     attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS thread start-up
     n = calibrate(lambda: attention_forward_timed(x, mha, mask), min_time)  # warms up further
@@ -265,10 +270,8 @@ def profile_T(T, mha, seed, min_time, repeats, untimed_every):
             for k in KEYS:
                 per_op[k][i] = math.fsum(r[k] for r in runs) / n
             if i % untimed_every == 0:
-                u0 = time.perf_counter_ns()
-                for _ in range(n):
-                    attention_forward(x, mha, mask)
-                pairs.append((wall[i], (time.perf_counter_ns() - u0) * 1e-9 / n))
+                untimed = batch_seconds(lambda: attention_forward(x, mha, mask), n) / n
+                pairs.append((wall[i], untimed))
     finally:
         if gc_was_on:
             gc.enable()
@@ -325,7 +328,7 @@ def softmax_anatomy(T, mha, seed, min_time, repeats):
     The lab counts softmax as 8 T^2 bytes (S in, A out); naive numpy walks the T^2 data once
     per step below. Bytes are the fp32 arrays each step reads and writes (row vectors ignored).
     """
-    x = np.random.default_rng([seed, T]).standard_normal((T, mha.W_Q.shape[0])).astype(np.float32)
+    x = make_input(T, mha, seed)
     mask = causal_mask(T)
     Q, K, _ = qkv_proj(x, mha)
     S = scores(Q, K, mha.n_heads)
@@ -346,13 +349,7 @@ def softmax_anatomy(T, mha, seed, min_time, repeats):
     out = {}
     for name, (fn, nbytes) in steps.items():
         n = calibrate(fn, min_time)
-        ts = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            for _ in range(n):
-                fn()
-            ts.append((time.perf_counter_ns() - t0) * 1e-9 / n)
-        med = float(np.median(ts))
+        med = float(np.median([batch_seconds(fn, n) / n for _ in range(repeats)]))
         out[name] = {"median_s": med, "bytes": nbytes, "passes_over_T2": round(nbytes / big, 2),
                      "GBps": nbytes / med / 1e9}
     total = sum(v["median_s"] for v in out.values())
@@ -423,8 +420,8 @@ def plot_perf(res):
     ax.bar(x + 0.32, extra, 0.18, bottom=tot, fill=False, hatch="///", edgecolor="0.5", lw=0.8,
            label="default heap: extra time per forward\n(page-fault overhead, not compute)")
     for i, r in enumerate(rows):
-        dom = max(OPS, key=lambda op: r["ops"][op]["median_s"])
-        share = 100 * r["ops"][dom]["median_s"] / r["ops"]["total"]["median_s"]
+        dom = res["analysis"]["dominant_op_per_T"][str(r["T"])]
+        share = 100 * r["ops"][dom]["time_share"]
         ax.annotate(f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + iqr[1][i]),
                     xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
                     fontsize=8.5)
@@ -483,19 +480,8 @@ def copy_GBps(nbytes, threads, reps):
                 list(pool.map(lambda p: np.copyto(dst[p], src[p]), parts))
         copy()  # warm-up: first touch of both buffers, threads started
         n = calibrate(copy, 0.01)
-        best = math.inf
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                copy()
-            best = min(best, (time.perf_counter() - t0) / n)
+        best = min(batch_seconds(copy, n) / n for _ in range(reps))
     return 8 * N / best / 1e9
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def matmul_GFLOPS(n, reps):
@@ -503,7 +489,7 @@ def matmul_GFLOPS(n, reps):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     a @ b
-    best = min(timed(lambda: a @ b) for _ in range(reps))
+    best = min(batch_seconds(lambda: a @ b, 1) for _ in range(reps))
     return 2 * n**3 / best / 1e9
 
 
@@ -511,7 +497,7 @@ def dot_GFLOPS(N, reps):
     """Phase 1's reference dot product: 2 N FLOPs over 8 N bytes (I = 0.25)."""
     a, b = np.ones(N, dtype=np.float32), np.ones(N, dtype=np.float32)
     n = calibrate(lambda: a @ b, 0.01)
-    best = min(timed(lambda: [a @ b for _ in range(n)]) / n for _ in range(reps))
+    best = min(batch_seconds(lambda: a @ b, n) / n for _ in range(reps))
     return 2 * N / best / 1e9
 
 
@@ -718,14 +704,15 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
     seconds = sum(o["median_s"] for o in fused)
     flash_bytes = n_heads * 4 * 4 * T * d_k
     flash_I = flops / flash_bytes
+    flash_bound = min(pi, beta * flash_I)
     out["phase_27_preview"] = {
         "T": T, "flops": flops,
         "measured": {"bytes": nbytes, "intensity": flops / nbytes, "median_s": seconds,
                      "GFLOPS": flops / seconds / 1e9},
         "without_materialising_A": {"bytes": flash_bytes, "intensity": flash_I,
-                                    "bound_GFLOPS": min(pi, beta * flash_I),
+                                    "bound_GFLOPS": flash_bound,
                                     "bound": "memory" if flash_I < ridge else "compute",
-                                    "time_lower_bound_s": flops / min(pi, beta * flash_I) / 1e9},
+                                    "time_lower_bound_s": flops / flash_bound / 1e9},
         "bytes_reduction": nbytes / flash_bytes,
     }
     if 512 in by_T:
@@ -878,6 +865,9 @@ def load_results(path):
                 float(r["ops"][k]["median_s"])
             for op in OPS:
                 float(r["ops"][op]["intensity"]), float(r["ops"][op]["gflops"])
+                float(r["ops"][op]["time_share"]), float(r["ops"][op]["flop_share"])
+        for r in rows:
+            res["analysis"]["dominant_op_per_T"][str(r["T"])]
         res["analysis"]["phase_27_preview"]["measured"]["intensity"]
         float(res["ceilings"]["beta_peak_GBps"]), float(res["ceilings"]["pi_peak_GFLOPS"])
         res["hardware"]["cpu_model"], res["config"]["repeats"], res["heap"]["mode"]
@@ -965,25 +955,31 @@ def check_writable(out):
         raise UsageError(f"--out {out}: {e.strerror or e}") from None
 
 
-def choose_ceilings(args, measured):
-    """The beta and pi the roofline uses: --roofline, else Phase 1's manifest, else measured."""
+def given_ceilings(args):
+    """beta and pi from --roofline, else from Phase 1's manifest, else None (measure them).
+    Read before measuring, so that a bad file fails at once, not after the run."""
     if args.roofline is not None:
-        given, source, dep = read_ceilings(args.roofline), "cli", str(args.roofline)
-    elif (REPO / PHASE1_MANIFEST).is_file():
-        given, source, dep = read_ceilings(REPO / PHASE1_MANIFEST), "phase1", PHASE1_MANIFEST
-    else:
+        return {**read_ceilings(args.roofline), "source": "cli", "depends_on": str(args.roofline)}
+    if (REPO / PHASE1_MANIFEST).is_file():
+        return {**read_ceilings(REPO / PHASE1_MANIFEST), "source": "phase1",
+                "depends_on": PHASE1_MANIFEST}
+    return None
+
+
+def choose_ceilings(given, measured):
+    """The beta and pi the roofline uses, beside everything measured for the plot."""
+    if given is None:
         # All threads can copy at least as fast as one: a lower all-threads figure is noise.
         given = {"beta_peak_GBps": max(measured["beta_dram_all_threads_GBps"],
                                        measured["beta_dram_1thread_GBps"]),
-                 "pi_peak_GFLOPS": measured["pi_matmul_GFLOPS"]}
-        source, dep = "measured", None
-    return {**given, "source": source, "depends_on": dep, **measured}
+                 "pi_peak_GFLOPS": measured["pi_matmul_GFLOPS"],
+                 "source": "measured", "depends_on": None}
+    return {**given, **measured}
 
 
 def run(args):
     hardware = detect_hardware()
-    if args.roofline is not None or (REPO / PHASE1_MANIFEST).is_file():
-        choose_ceilings(args, {})  # validate the ceilings file now, not after the measurement
+    given = given_ceilings(args)
     mha = init_mha(args.d_model, args.n_heads, args.seed)
     blas = blas_info()
     threads = blas[0]["num_threads"] if blas else None
@@ -1009,7 +1005,7 @@ def run(args):
     anatomy = softmax_anatomy(512 if 512 in args.T else max(args.T), mha, args.seed,
                               args.min_time, anatomy_repeats)
     progress("softmax anatomy done", 6 * anatomy_repeats * args.min_time)
-    ceilings = choose_ceilings(args, measure_ceilings(args.quick, llc_bytes(hardware),
+    ceilings = choose_ceilings(given, measure_ceilings(args.quick, llc_bytes(hardware),
                                                       hardware["logical_cpus"]))
     progress(f"ceilings ({ceilings['source']}): beta {ceilings['beta_peak_GBps']:.1f} GB/s, "
              f"pi {ceilings['pi_peak_GFLOPS']:.1f} GFLOPS", ceilings_budget)
@@ -1022,7 +1018,6 @@ def run(args):
             if r["ops"][k]["unstable"]:
                 progress(f"warning: T={r['T']} {k} unstable: IQR/median "
                          f"{r['ops'][k]['iqr_over_median']:.2f} > 0.10")
-    import matplotlib
     return {
         "experiment": "15-attention-perf",
         "date": datetime.date.today().isoformat(),
@@ -1033,8 +1028,8 @@ def run(args):
                    "blas_threads": threads, "threads_flag": args.threads,
                    "model": "causal MHA, heads as a batch axis, no biases, float32"},
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                     "matplotlib": matplotlib.__version__,
-                     "threadpoolctl": __import__("threadpoolctl").__version__, "blas": blas},
+                     "matplotlib": version("matplotlib"), "threadpoolctl": version("threadpoolctl"),
+                     "blas": blas},
         "hardware": hardware,
         "environment": {k: os.environ.get(k) for k in
                         ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
@@ -1070,12 +1065,8 @@ def main(argv=None):
             results = load_results(args.out / "results.json")
             files = render_plots(results)
         else:
-            limit = threadpool_limits(args.threads, user_api="blas") if args.threads else None
-            try:
+            with threadpool_limits(args.threads, user_api="blas"):  # None: leave as is
                 results = run(args)
-            finally:
-                if limit is not None:
-                    limit.restore_original_limits()
             files = {"results.json": to_json(results),
                      "manifest.json": to_json(make_manifest(results, argv)),
                      **render_plots(results)}
