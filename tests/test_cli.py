@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 import perf
@@ -27,14 +28,30 @@ def test_quick_run_results(quick_run):
             for op in OPS:
                 o = r["ops"][op]
                 assert o["p25_s"] <= o["median_s"] <= o["p75_s"] and o["min_s"] <= o["median_s"]
+                assert o["time_s"] == o["p25_s"]  # the headline: see summarize()
+                assert o["environment_tax"] == pytest.approx(o["median_s"] / o["time_s"] - 1)
                 assert (o["flops"], o["bytes"]) == perf.op_cost(r["T"], 64, 4)[op]
-                assert o["gflops"] == pytest.approx(o["flops"] / o["median_s"] / 1e9)
+                assert o["gflops"] == pytest.approx(o["flops"] / o["time_s"] / 1e9)
                 assert o["bound"] in ("memory", "compute")
             assert r["ops"]["softmax"]["bound"] == "memory"
-            assert {"mean_s", "median_s"} <= set(r["ops"]["total"])
-            for k in ("untimed_total_median_s", "instrumentation_overhead",
-                      "page_faults_per_forward", "accounting_gap"):
+            assert sum(r["ops"][op]["time_share"] for op in OPS) == pytest.approx(1)
+            assert {"mean_s", "median_s", "time_s"} <= set(r["ops"]["total"])
+            for k in ("page_faults_per_forward", "accounting_gap"):
                 assert isinstance(r[k], float)
+    for r in res["sweep"]:  # samples from every worker process, the spread between them judged
+        assert r["workers"] == res["config"]["workers"] == 2 and r["repeats"] == 6
+        for k in OPS + ["total"]:
+            o = r["ops"][k]
+            assert len(o["worker_medians"]) == 2
+            assert o["worker_spread"] == pytest.approx(max(o["worker_medians"]) / min(o["worker_medians"]))
+            assert o["unstable"] == (o["worker_spread"] > perf.SPREAD_LIMIT)
+        lo, hi = r["instrumentation_overhead_ci95"]
+        assert lo <= r["instrumentation_overhead"] <= hi and r["untimed_repeats"] == 6
+    assert res["conditions"]["verdict"] in ("quiet", "disturbed")
+    assert set(res["conditions"]["checks"]) == {"other_processes_cpus", "steal_fraction",
+                                                "cpufreq_unchanged"}
+    t = res["threads"]
+    assert t["blas_threads"] >= 1 and t["includes_hyperthreads"] == (t["blas_threads"] > t["physical_cores"])
     a = res["analysis"]
     assert len(a["expected_observations"]) == 3
     assert all(isinstance(o["held"], bool) for o in a["expected_observations"])
@@ -76,7 +93,7 @@ def _bad_inputs(tmp_path):
     return [["--T", "0"], ["--T", "-64"], ["--T", "64.5"], ["--T"], ["--d-model", "x"],
             ["--n-heads", "5"], ["--n-heads", "0"], ["--min-time", "0"], ["--min-time", "nan"],
             ["--min-time", "inf"], ["--min-time", "-1"], ["--repeats", "0"], ["--threads", "0"],
-            ["--seed", "-1"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
+            ["--seed", "-1"], ["--workers", "0"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
             ["--roofline", str(bad_json)], ["--roofline", str(no_keys)],
             ["--out", str(not_dir / "sub")], ["--out", "/proc/perf-out"]]
 
@@ -129,13 +146,36 @@ def test_ctrl_c_mid_run_exit_130_files_untouched(tmp_path):
         (tmp_path / name).write_bytes(data)
     proc = subprocess.Popen([sys.executable, str(PERF), "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for line in proc.stdout:  # interrupt once the measurement is under way
-        if "T=64 done" in line:
+    for line in proc.stdout:  # interrupt once a worker process is measuring
+        if "worker 1/5 started" in line:
             break
+    time.sleep(0.5)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers, "a worker process should be running"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert not alive, "no worker may outlive its run"
+
+
+def test_a_worker_that_dies_is_one_line_exit_1_nothing_written(tmp_path):
+    (tmp_path / "results.json").write_bytes(b"earlier")
+    proc = subprocess.Popen([sys.executable, str(PERF), "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if "worker 1/5 started" in line:
+            break
+    time.sleep(0.5)
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        child.kill()  # as the OOM killer would
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert err.strip().startswith("perf.py: error: worker 1/5 failed (exit -9)")
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+    assert (tmp_path / "results.json").read_bytes() == b"earlier"
 
 
 def test_import_has_no_side_effects(tmp_path):

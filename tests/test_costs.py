@@ -42,8 +42,8 @@ def test_thresholds_both_forms():
 
 
 def test_place_on_roofline_arithmetic():
-    row = {"T": 64, "ops": {op: {"median_s": 1e-5} for op in perf.OPS}}
-    row["ops"]["total"] = {"median_s": 5e-5}
+    row = {"T": 64, "ops": {op: {"time_s": 1e-5} for op in perf.OPS}}
+    row["ops"]["total"] = {"time_s": 6e-5}  # shares are of the five ops' sum, the stacked bar
     perf.place_on_roofline(row, 64, 4, beta=20.0, pi=100.0)  # ridge 5 FLOP/byte
     qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
     assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"

@@ -30,7 +30,7 @@ import json
 import math
 import os
 import platform
-import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +40,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import psutil
 from threadpoolctl import threadpool_info, threadpool_limits
+
+try:
+    import resource  # Unix: page faults from getrusage
+except ImportError:  # Windows: psutil counts them
+    resource = None
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -173,10 +179,15 @@ def op_cost(T, d_model, n_heads):
 
 
 # ----------------------------------------------------------------------------------------------
-# The measurement protocol (Blocks A and B): warm, calibrated, gc off, medians of many samples.
+# The measurement protocol (Blocks A and B): warm, calibrated, gc off, samples from several fresh
+# worker processes, interleaved in time, and a headline that says what the code costs.
 
-def minor_faults():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def page_faults():
+    """Page faults of this process so far, or None where the OS does not count them."""
+    if resource is not None:  # Linux, macOS: minor faults, the ones a reused heap avoids
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    mem = psutil.Process().memory_info()  # Windows counts every fault, soft or hard
+    return getattr(mem, "num_page_faults", None)
 
 
 def glibc_malloc():
@@ -229,83 +240,229 @@ def calibrate(fn, min_time):
     return max(1, math.ceil(n * 1.05 * min_time / dt))
 
 
-def summarize(samples):
-    """The statistics stored for each op; the median is the headline (robust to preemption)."""
+SLOW = 1.25  # a sample this much above the headline is a slow sample (see summarize)
+
+
+def summarize(samples, workers=None):
+    """The statistics stored for each op at one T.
+
+    time_s, the headline, is the 25th percentile of all samples. Interference on a shared machine
+    only ever adds time, and here it comes in episodes of seconds in which the two-thread BLAS ops
+    run about twice as slow (see the README's threading finding): the plain median moves with how
+    much of the run such an episode covered, the 25th percentile does not until three quarters of
+    the samples are slow, and unlike the minimum it is not one lucky sample. The median stays
+    beside it; slow_fraction and environment_tax say what the episodes cost.
+    workers: the samples of each worker process, for the between-worker spread of their medians.
+    """
     a = np.asarray(samples, dtype=np.float64)
     p25, med, p75 = np.percentile(a, [25, 50, 75])
-    return {"mean_s": float(a.mean()), "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            "median_s": float(med), "p25_s": float(p25), "p75_s": float(p75),
-            "min_s": float(a.min()), "iqr_over_median": float((p75 - p25) / med) if med else 0.0}
+    out = {"time_s": float(p25), "mean_s": float(a.mean()),
+           "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+           "median_s": float(med), "p25_s": float(p25), "p75_s": float(p75),
+           "min_s": float(a.min()), "iqr_over_median": float((p75 - p25) / med) if med else 0.0,
+           "slow_fraction": float(np.mean(a > SLOW * p25)),
+           "environment_tax": float(med / p25 - 1) if p25 else 0.0}
+    if workers:
+        meds = [float(np.median(w)) for w in workers if len(w)]
+        out.update(worker_medians=meds, worker_spread=max(meds) / min(meds))
+    return out
 
 
 def make_input(T, mha, seed):
-    """x (T, d_model) float32, the same for a given (seed, T) in every stage of the run."""
+    """x (T, d_model) float32, the same for a given (seed, T) in every process of the run."""
     d_model = mha.W_Q.shape[0]
     return np.random.default_rng([seed, T]).standard_normal((T, d_model)).astype(np.float32)
 
 
-def profile_T(T, mha, seed, min_time, repeats, untimed_every):
-    """Every op's time per forward at one T: `repeats` samples of n forwards, each >= min_time.
+def median_ci95(a):
+    """Distribution-free 95% interval of the median: the order statistics n/2 -+ 1.96 sqrt(n)/2."""
+    a = np.sort(np.asarray(a, dtype=np.float64))
+    half = 1.96 * math.sqrt(len(a)) / 2
+    lo, hi = max(0, math.floor(len(a) / 2 - half)), min(len(a) - 1, math.ceil(len(a) / 2 + half))
+    return [float(a[lo]), float(a[hi])]
 
-    Each sample runs attention_forward_timed n times and stores, per op, the sum over the n
-    forwards / n. Every `untimed_every`-th sample is followed by n plain attention_forward calls:
-    paired with its neighbour, it measures what the six timers cost.
+
+def measure(task):
+    """One worker's share of the sweep: `rounds` rounds, each one sample of every T.
+
+    A sample runs attention_forward_timed n times (n calibrated by the parent so that a sample is
+    >= min_time) and stores, per op, the sum over the n forwards / n. The T order rotates from
+    round to round, so a slow episode of the machine lands on every T alike. After each sample, a
+    pair of short batches, timed and untimed forwards in alternating order, measures what the six
+    timers cost. In `one_thread_rounds` the same sample is repeated at once with one BLAS thread:
+    the same time window with and without BLAS threading.
     """
-    x = make_input(T, mha, seed)
-    mask = causal_mask(T)
-    attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS thread start-up
-    n = calibrate(lambda: attention_forward_timed(x, mha, mask), min_time)  # warms up further
-    per_op = {k: np.empty(repeats) for k in KEYS}
-    wall, pairs, faults = np.empty(repeats), [], 0
+    mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
+    Ts = task["T"]
+    inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
+    for x, mask in inputs.values():
+        attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS thread start-up
+    loops = {T: task["loops"][str(T)] if task["loops"] else
+             calibrate(lambda: attention_forward_timed(x, mha, mask), task["min_time"])
+             for T, (x, mask) in inputs.items()}
+    res = {str(T): {"n": loops[T], **{k: [] for k in KEYS}, "wall": [], "pairs": [],
+                    "one_thread": {k: [] for k in KEYS}, "one_thread_after": []} for T in Ts}
+    faults = dict.fromkeys(Ts, 0)
+    proc = psutil.Process()
+    ctx0, cpu0, start = proc.num_ctx_switches().involuntary, time.process_time(), time.time()
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        for i in range(repeats):
-            f0 = minor_faults()
-            w0 = time.perf_counter_ns()
-            runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
-            w1 = time.perf_counter_ns()
-            faults += minor_faults() - f0
-            wall[i] = (w1 - w0) * 1e-9 / n
-            for k in KEYS:
-                per_op[k][i] = math.fsum(r[k] for r in runs) / n
-            if i % untimed_every == 0:
-                untimed = batch_seconds(lambda: attention_forward(x, mha, mask), n) / n
-                pairs.append((wall[i], untimed))
+        for r in range(task["rounds"]):
+            for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)] if task["interleave"] else Ts:
+                x, mask, n, out = *inputs[T], loops[T], res[str(T)]
+                f0 = page_faults()
+                w0 = time.perf_counter_ns()
+                runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
+                w1 = time.perf_counter_ns()
+                if f0 is not None:
+                    faults[T] += page_faults() - f0
+                out["wall"].append((w1 - w0) * 1e-9 / n)
+                for k in KEYS:
+                    out[k].append(math.fsum(run[k] for run in runs) / n)
+                if task["pairs"]:
+                    m = max(1, n // 8)
+                    timed = lambda: batch_seconds(lambda: attention_forward_timed(x, mha, mask), m)  # noqa: E731
+                    plain = lambda: batch_seconds(lambda: attention_forward(x, mha, mask), m)  # noqa: E731
+                    a, b = (timed(), plain()) if r % 2 else (plain(), timed())[::-1]
+                    out["pairs"].append(a / b)
+                if r in task["one_thread_rounds"]:
+                    with threadpool_limits(1, user_api="blas"):
+                        runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
+                    for k in KEYS:
+                        out["one_thread"][k].append(math.fsum(run[k] for run in runs) / n)
+                    out["one_thread_after"].append(len(out["wall"]) - 1)
     finally:
         if gc_was_on:
             gc.enable()
-    sum_ops = sum(per_op[op] for op in OPS)
-    timed_wall, untimed_wall = np.array(pairs).T
-    return {
-        "T": T, "n_inner": n, "repeats": repeats, "untimed_repeats": len(pairs),
-        "ops": {k: summarize(per_op[k]) for k in KEYS},
+    samples = task["rounds"] * len(Ts)
+    for T in Ts:
+        res[str(T)]["faults_per_forward"] = (None if page_faults() is None else
+                                             faults[T] / (task["rounds"] * loops[T]))
+    return {"samples": res, "started": start, "ended": time.time(), "pid": os.getpid(),
+            "cpu_s": time.process_time() - cpu0,
+            "involuntary_switches_per_sample": (proc.num_ctx_switches().involuntary - ctx0)
+            / samples}
+
+
+def worker_main():
+    """`perf.py --worker`: read one task (JSON) on stdin, measure, write the result on stdout.
+    stdout carries nothing else; a fresh process samples what a process's state does to speed."""
+    try:
+        task = json.loads(sys.stdin.read())
+        heap = keep_heap() if task["heap"] == "warm" else {"mode": "default",
+                                                             "control": "glibc defaults"}
+        with threadpool_limits(task["threads_limit"], user_api="blas"):
+            out = measure(task)
+        out["heap"] = heap
+        out["cpu_s"] = time.process_time()  # all of this process's CPU, start-up included
+        sys.stdout.write(json.dumps(out))
+        return 0
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
+        return 130
+
+
+class RunError(Exception):
+    """A worker died or hung: one line, exit 1, nothing written."""
+
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS")
+
+
+def run_task(task, in_process, timeout):
+    """Run one task in a fresh `perf.py --worker` process (or here, with --in-process) and return
+    its result. On any exception, Ctrl-C included, the worker is killed and reaped first."""
+    if in_process:
+        return measure(task)
+    env = dict(os.environ)
+    if task["threads_limit"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
+        env.update(dict.fromkeys(THREAD_VARS, str(task["threads_limit"])))
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        out, err = proc.communicate(json.dumps(task), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"worker {task['label']} gave no result within {timeout:.0f} s") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or ["no message"])[-1]
+        raise RunError(f"worker {task['label']} failed (exit {proc.returncode}): {last}")
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        raise RunError(f"worker {task['label']} wrote no result") from None
+
+
+def merge(results, Ts):
+    """The workers' samples of each T, pooled, with each worker's own for the spread."""
+    merged = {}
+    for T in Ts:
+        parts = [w["samples"][str(T)] for w in results]
+        merged[T] = {"parts": parts, **{k: sum((p[k] for p in parts), []) for k in
+                                        KEYS + ("wall", "pairs")}}
+    return merged
+
+
+def profile_row(T, m, min_time):
+    """One row of the sweep from the pooled samples of one T."""
+    parts, wall = m["parts"], np.array(m["wall"])
+    n = parts[0]["n"]
+    sum_ops = sum(np.array(m[op]) for op in OPS)
+    faults = [p["faults_per_forward"] for p in parts]
+    row = {
+        "T": T, "n_inner": n, "repeats": len(wall), "workers": len(parts),
+        "ops": {k: summarize(m[k], [p[k] for p in parts]) for k in KEYS},
         "sample_time_min_s": float(wall.min() * n),
         "samples_below_min_time": int(np.sum(wall * n < min_time)),
         "timed_wall_median_s": float(np.median(wall)),
-        "untimed_total_median_s": float(np.median(untimed_wall)),
-        # Paired samples taken back to back, so slow drift of the shared machine cancels out.
-        "instrumentation_overhead": float(np.median(timed_wall / untimed_wall) - 1),
-        "instrumentation_overhead_iqr": [float(q) - 1 for q in
-                                         np.percentile(timed_wall / untimed_wall, [25, 75])],
         # Time of a forward (wall clock around n calls) that the five op timers do not see.
         "accounting_gap": float(np.median(1 - sum_ops / wall)),
-        "page_faults_per_forward": faults / (repeats * n),
+        "page_faults_per_forward": None if None in faults else float(np.mean(faults)),
     }
+    if m["pairs"]:
+        ratios = np.array(m["pairs"])
+        row.update({
+            "untimed_repeats": len(ratios),
+            # Each pair's two batches ran back to back, so slow drift of the machine cancels.
+            "instrumentation_overhead": float(np.median(ratios) - 1),
+            "instrumentation_overhead_ci95": [v - 1 for v in median_ci95(ratios)],
+            "instrumentation_overhead_iqr": [float(q) - 1 for q in np.percentile(ratios, [25, 75])],
+        })
+    return row
 
 
-def sweep(label, T_list, mha, seed, min_time, repeats, untimed_every, progress):
-    rows = []
-    for T in T_list:
-        rows.append(profile_T(T, mha, seed, min_time, repeats, untimed_every))
-        progress(f"{label}: T={T} done, {rows[-1]['n_inner']} forwards x {repeats} samples",
-                 sample_budget(min_time, repeats, untimed_every))
-    return rows
-
-
-def sample_budget(min_time, repeats, untimed_every):
-    """Planned seconds of one T's samples, for the console's time-left estimate."""
-    return min_time * (repeats + math.ceil(repeats / untimed_every))
+def threading_windows(T, m, row):
+    """The one-thread samples against the two-thread sample taken just before, in the same
+    window: is a slow window slow for BLAS threading only? None without one-thread samples."""
+    pairs = [(p["one_thread"], p["one_thread_after"], p) for p in m["parts"]]
+    quad = ("scores", "av")
+    base = sum(row["ops"][op]["time_s"] for op in quad)
+    fast, slow = [], []
+    for one, after, p in pairs:
+        for j, i in enumerate(after):
+            two_t = sum(p[op][i] for op in quad)
+            one_t = sum(one[op][j] for op in quad)
+            (slow if two_t > SLOW * base else fast).append((two_t, one_t))
+    if not fast and not slow:
+        return None
+    med = lambda xs, f: float(np.median([f(a, b) for a, b in xs])) if xs else None  # noqa: E731
+    return {
+        "T": T, "windows": len(fast) + len(slow), "slow_windows": len(slow),
+        "slow_window_rule": f"two-thread scores+av > {SLOW} x its time_s",
+        "two_over_one_thread_fast": med(fast, lambda a, b: a / b),
+        "two_over_one_thread_slow": med(slow, lambda a, b: a / b),
+        "one_thread_slow_over_fast": (med(slow, lambda a, b: b) / med(fast, lambda a, b: b)
+                                      if fast and slow else None),
+        "two_thread_slow_over_fast": (med(slow, lambda a, b: a) / med(fast, lambda a, b: a)
+                                      if fast and slow else None),
+        "one_thread_ops": {k: float(np.median(sum((p["one_thread"][k] for p in m["parts"]), [])))
+                           for k in KEYS},
+    }
 
 
 def make_progress(planned):
@@ -387,35 +544,43 @@ def footer(fig, res):
     hw, cfg = res["hardware"], res["config"]
     text = (f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' if hw['virtualized'] else ''})"
             f" | BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
-            f" | medians of {cfg['repeats']} samples of >= {cfg['min_time_s'] * 1e3:g} ms")
+            f" | p25 of {cfg['repeats']} samples of >= {cfg['min_time_s'] * 1e3:g} ms"
+            f" from {cfg['workers']} processes")
     if cfg["quick"]:
         text += " | --quick: smoke test, not a measurement"
-    fig.text(0.5, 0.01, text, ha="center", va="bottom", fontsize=8, color="0.35")
+    cond = res["conditions"]
+    text += f"\nrun conditions: {cond['verdict']}"
+    if cond["reasons"]:
+        text += " - " + "; ".join(cond["reasons"])
+    fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
+             color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
 
 
 def plot_perf(res):
     rows, default = res["sweep"], {r["T"]: r for r in res["sweep_default_heap"]}
     fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 5.6), gridspec_kw={"width_ratios": [1.15, 1]})
     x = np.arange(len(rows))
-    ms = lambda r, k: r["ops"][k]["median_s"] * 1e3  # noqa: E731
+    ms = lambda r, k: r["ops"][k]["time_s"] * 1e3  # noqa: E731
     # Left: absolute time per forward, one stacked bar per T.
     bottom = np.zeros(len(rows))
     for op in OPS:
         h = np.array([ms(r, op) for r in rows])
         ax.bar(x - 0.08, h, 0.55, bottom=bottom, color=COLORS[op], label=op)
         bottom += h
-    tot = np.array([ms(r, "total") for r in rows])
-    iqr = np.array([[tot[i] - r["ops"]["total"]["p25_s"] * 1e3, r["ops"]["total"]["p75_s"] * 1e3
-                     - tot[i]] for i, r in enumerate(rows)]).T
+    # The bar is the sum of the five ops' headline times; the whisker rises to where the plain
+    # median of the total would put it: what the machine's slow episodes added.
+    tot = bottom.copy()
+    tax = np.array([r["ops"]["total"]["environment_tax"] for r in rows])
+    iqr = np.array([np.zeros(len(rows)), tot * np.maximum(tax, 0)])
     ax.errorbar(x - 0.08, tot, yerr=iqr, fmt="none", ecolor="black", capsize=4, lw=1)
-    dflt = np.array([default[r["T"]]["ops"]["total"]["median_s"] * 1e3 if r["T"] in default
+    dflt = np.array([default[r["T"]]["ops"]["total"]["time_s"] * 1e3 if r["T"] in default
                      else np.nan for r in rows])
     # The default heap can be several times the warm total: clip its hatched extension at the
     # top of the axis (true value in the label) so that the warm bars stay readable.
     ylim = 1.5 * tot.max()
     extra = np.fmin(dflt, ylim) - tot
-    faulted = np.array([default.get(r["T"], {}).get("page_faults_per_forward", 0) >= 1
-                        for r in rows])
+    faulted = np.array([(default.get(r["T"], {}).get("page_faults_per_forward") or 0) >= 1
+                        for r in rows])  # None: the OS does not count faults
     extra[~((extra > 0) & faulted)] = np.nan  # no bar, not even an edge, where nothing faulted
     ax.bar(x + 0.32, extra, 0.18, bottom=tot, fill=False, hatch="///", edgecolor="0.5", lw=0.8,
            label="default heap: extra time per forward\n(page-fault overhead, not compute)")
@@ -434,7 +599,7 @@ def plot_perf(res):
                         ha="left" if clipped else "center", va="top" if clipped else "bottom",
                         fontsize=7, color="0.3")
     ax.set_xticks(x, [f"T={r['T']}" for r in rows])
-    ax.set_ylabel("time per forward (ms, median; whiskers: IQR of the total)")
+    ax.set_ylabel("time per forward (ms, time_s = p25; whisker: up to the plain median)")
     ax.set_ylim(0, ylim)
     ax.set_xlim(-0.55, len(rows) - 0.05)
     ax.set_title("Where a forward's time goes (warm heap)", fontsize=11)
@@ -458,7 +623,7 @@ def plot_perf(res):
     ax2.set_title("Time share (solid) vs FLOP share (faded), per op", fontsize=11)
     fig.suptitle("Naive numpy multi-head attention, d_model=64, 4 heads, d_k=16", fontsize=12)
     footer(fig, res)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
     return png_bytes(fig)
 
 
@@ -547,14 +712,14 @@ def place_on_roofline(row, d_model, n_heads, beta, pi):
     """Add flops, bytes, intensity, GFLOPS, the attainable bound and memory/compute to each op."""
     ridge = pi / beta
     cost = op_cost(row["T"], d_model, n_heads)
-    total = row["ops"]["total"]["median_s"]
+    total = sum(row["ops"][op]["time_s"] for op in OPS)  # shares of the stacked bar add to 1
     flops_all = sum(f for f, _ in cost.values())
     for op, (flops, nbytes) in cost.items():
         r = row["ops"][op]
         I = flops / nbytes
-        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["median_s"] / 1e9,
+        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
                  attainable_gflops=min(pi, beta * I), bound="memory" if I < ridge else "compute",
-                 time_share=r["median_s"] / total, flop_share=flops / flops_all)
+                 time_share=r["time_s"] / total, flop_share=flops / flops_all)
         r["pct_of_attainable"] = 100 * r["gflops"] / r["attainable_gflops"]
     return row
 
@@ -616,7 +781,7 @@ def plot_roofline(res):
     fx = min(f["intensity"], X_MAX)
     ax.scatter(fx, f["bound_GFLOPS"], marker="*", s=180, facecolor="none", edgecolor="black",
                zorder=5, clip_on=False,
-               label=f"same FLOPs without writing S, A: roofline bound, not a measurement")
+               label="same FLOPs without writing S, A: roofline bound, not a measurement")
     ax.annotate("", (fx, f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "->", "ls": "--", "color": "black", "lw": 1})
     ax.annotate(f"Phase 27 (A never written): same FLOPs, {pv['bytes_reduction']:.0f}x fewer bytes\n"
@@ -628,13 +793,13 @@ def plot_roofline(res):
     ax.set_xlim(X_MIN, X_MAX)
     ax.set_ylim(0.1, 1.5 * pi)
     ax.set_xlabel("arithmetic intensity (FLOP/byte, the lab's byte counts)")
-    ax.set_ylabel("GFLOPS (FLOPs / median time)")
+    ax.set_ylabel("GFLOPS (FLOPs / time_s)")
     ax.set_title("Attention ops on this machine's roofline (marker size: T = 64, 128, 256, 512)",
                  fontsize=11)
     ax.grid(True, which="major", color="0.92")
     ax.legend(loc="upper left", fontsize=7.5, frameon=True, framealpha=0.9)
     footer(fig, res)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return png_bytes(fig)
 
 
@@ -701,13 +866,13 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
     T = 512 if 512 in by_T else T_hi
     fused = [by_T[T]["ops"][op] for op in ("scores", "softmax", "av")]
     flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
-    seconds = sum(o["median_s"] for o in fused)
+    seconds = sum(o["time_s"] for o in fused)
     flash_bytes = n_heads * 4 * 4 * T * d_k
     flash_I = flops / flash_bytes
     flash_bound = min(pi, beta * flash_I)
     out["phase_27_preview"] = {
         "T": T, "flops": flops,
-        "measured": {"bytes": nbytes, "intensity": flops / nbytes, "median_s": seconds,
+        "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
                      "GFLOPS": flops / seconds / 1e9},
         "without_materialising_A": {"bytes": flash_bytes, "intensity": flash_I,
                                     "bound_GFLOPS": flash_bound,
@@ -730,39 +895,107 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
 
 # ----------------------------------------------------------------------------------------------
 # Block F: the manifest, and the machine as it really is.
+# Every fact about the machine is read here and nowhere else. On Linux from /proc and /sys under
+# SYSROOT (the tests point it at a simulated machine), elsewhere through psutil; what a platform
+# cannot tell is recorded as None or "unavailable", with the reason.
+
+SYSROOT = Path("/")
+
 
 def read_text(path, default=None):
     try:
         return Path(path).read_text().strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return default
 
 
-def detect_hardware():
-    cpuinfo = read_text("/proc/cpuinfo", "")
-    field = lambda line: line.split(":", 1)[1].strip()  # noqa: E731
-    models = [field(ln) for ln in cpuinfo.splitlines() if ln.startswith("model name")]
-    cores, phys = set(), None
+def sysfile(path, default=None):
+    return read_text(SYSROOT / path, default)
+
+
+def cpu_model(cpuinfo):
+    """/proc/cpuinfo on Linux, sysctl on macOS, the registry on Windows."""
     for ln in cpuinfo.splitlines():
-        if ln.startswith("physical id"):
-            phys = field(ln)
-        elif ln.startswith("core id"):
-            cores.add((phys, field(ln)))
+        if ln.startswith(("model name", "Model", "Hardware")):
+            return ln.split(":", 1)[1].strip()
+    try:
+        if platform.system() == "Darwin":
+            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
+                                  capture_output=True, timeout=5).stdout.strip() or "unknown"
+        if platform.system() == "Windows":
+            import winreg
+            key = winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE,
+                                 r"HARDWARE\DESCRIPTION\System\CentralProcessor\0")
+            return winreg.QueryValueEx(key, "ProcessorNameString")[0].strip()
+    except (OSError, subprocess.SubprocessError, ImportError):
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpufreq_state():
+    """Governor, driver, frequencies (MHz) and turbo of every CPU, from Linux's cpufreq; psutil's
+    (often nominal) frequency elsewhere; governor "unavailable" where there is no cpufreq."""
+    cpus = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
+    rel = lambda p, name: str(p.relative_to(SYSROOT) / name)  # noqa: E731
+    govs = {sysfile(rel(p, "scaling_governor")) for p in cpus} - {None}
+    mhz = lambda name: sorted({int(v) // 1000 for p in cpus  # noqa: E731
+                               if (v := sysfile(rel(p, name), "")).isdigit()})
+    no_turbo = sysfile("sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = sysfile("sys/devices/system/cpu/cpufreq/boost")
+    state = {
+        "governor": "/".join(sorted(govs)) if govs else "unavailable",
+        "driver": "/".join(sorted({sysfile(rel(p, "scaling_driver")) for p in cpus} - {None}))
+                  or None,
+        "min_MHz": (mhz("scaling_min_freq") or [None])[0],
+        "max_MHz": (mhz("scaling_max_freq") or [None])[-1],
+        "cur_MHz": mhz("scaling_cur_freq") or None,
+        "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
+                 ("on" if boost == "1" else "off") if boost is not None else None,
+    }
+    if not govs:
+        f = psutil.cpu_freq() if hasattr(psutil, "cpu_freq") else None
+        state["reason"] = ("no cpufreq in sysfs: a VM, a container, or not Linux; "
+                           "the governor cannot be read or set here")
+        if f is not None and f.current:
+            state["cur_MHz"] = [round(f.current)]
+            state["max_MHz"] = round(f.max) or None
+    return state
+
+
+def machine_facts():
+    cpuinfo = sysfile("proc/cpuinfo", "")
+    cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
+    groups = {sysfile(str((d / name).relative_to(SYSROOT))) for d in cpu_dirs
+              for name in ("core_cpus_list",) if (d / name).exists()} or \
+             {sysfile(str((d / "thread_siblings_list").relative_to(SYSROOT))) for d in cpu_dirs}
+    groups.discard(None)
+    logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
+    physical = len(groups) or psutil.cpu_count(logical=False) or logical
     caches = {}
-    for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        kind = read_text(idx / "type", "")
-        name = f"L{read_text(idx / 'level', '?')}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
-        caches[name] = {"size": read_text(idx / "size"),
-                        "shared_cpu_list": read_text(idx / "shared_cpu_list")}
-    logical = os.cpu_count() or 1
-    governor = read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "unavailable")
+    for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
+        r = str(idx.relative_to(SYSROOT))
+        kind = sysfile(f"{r}/type", "")
+        name = f"L{sysfile(f'{r}/level', '?')}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
+        caches[name] = {"size": sysfile(f"{r}/size"), "shared_cpu_list": sysfile(f"{r}/shared_cpu_list")}
+    freq = cpufreq_state()
+    unavailable = {}
+    if not caches:
+        unavailable["caches"] = "no /sys cache description on this OS"
+    if freq["governor"] == "unavailable":
+        unavailable["governor"] = freq["reason"]
+    if page_faults() is None:
+        unavailable["page_faults"] = "the OS gives no page-fault count through resource or psutil"
+    if glibc_malloc() is None:
+        unavailable["warm_heap"] = "not glibc: the allocator cannot be told to keep its pages"
     return {
-        "cpu_model": models[0] if models else (platform.processor() or "unknown"),
-        "cpu_governor_at_run": governor,
-        "logical_cpus": logical, "physical_cores": len(cores) or logical,
+        "cpu_model": cpu_model(cpuinfo),
+        "cpu_governor_at_run": freq["governor"],
+        "logical_cpus": logical, "physical_cores": physical, "smt": logical > physical,
         "caches": caches, "virtualized": " hypervisor" in cpuinfo,
-        "memory_GiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+        "libc": " ".join(platform.libc_ver()).strip() or None,
+        "cpufreq_at_start": freq, "unavailable": unavailable,
     }
 
 
@@ -779,6 +1012,77 @@ def blas_info():
     pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
     return [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer",
                                   "architecture", "filepath")} for p in pools]
+
+
+def blas_threads_plan(args, hardware):
+    """How many BLAS threads to ask for, and why: the lab says one per physical core (4 on its
+    4-core / 8-thread laptop) unless the learner decides otherwise, by flag or environment."""
+    env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
+    if args.threads:
+        return args.threads, "flag: --threads"
+    if env:
+        return None, "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
+    return hardware["physical_cores"], "default: one per physical core"
+
+
+def own_cpu_seconds():
+    """CPU seconds of this process and of its finished workers (their start and exit included)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def cpu_times():
+    """System-wide CPU seconds: busy, total and steal (None where the OS has no steal)."""
+    t = psutil.cpu_times()
+    busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq",
+                                             "interrupt", "dpc"))
+    steal = getattr(t, "steal", None)
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    return {"wall": time.perf_counter(), "busy": busy, "total": busy + idle + (steal or 0.0),
+            "steal": steal}
+
+
+# The limits of the run-conditions verdict, calibrated on the 2-core VM (see the README): a quiet
+# run there reads <= 0.05 CPUs of other work; one `while True: pass` beside it reads about 1.
+OTHERS_CPUS_LIMIT = 0.25    # other processes' average use of the CPUs while the sweep ran
+STEAL_LIMIT = 0.02          # share of CPU time the hypervisor gave to someone else
+
+
+def judge_conditions(before, after, own_cpu_s, load_before, workers, freq_start, freq_end):
+    """What else used the CPUs while the sweep ran, and the verdict: "quiet" only if no check
+    failed; a check that cannot be made here is listed as unknown, never taken as passed."""
+    wall = after["wall"] - before["wall"]
+    others = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
+    steal = (None if before["steal"] is None else
+             (after["steal"] - before["steal"]) / max(after["total"] - before["total"], 1e-9))
+    switches = [w["involuntary_switches_per_sample"] for w in workers]
+    checks = [
+        ("other_processes_cpus", others, OTHERS_CPUS_LIMIT,
+         f"other processes used {others:.2f} CPUs on average while the sweep ran "
+         f"(limit {OTHERS_CPUS_LIMIT})"),
+        ("steal_fraction", steal, STEAL_LIMIT,
+         f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU time (steal; limit "
+         f"{100 * STEAL_LIMIT:.0f}%)"),
+    ]
+    out = {"load_1min_before": load_before, "sweep_wall_s": wall,
+           "own_cpu_s": own_cpu_s, "involuntary_switches_per_sample": switches,
+           "checks": {}, "reasons": [], "unknown": []}
+    for name, value, limit, sentence in checks:
+        ok = None if value is None else value <= limit
+        out["checks"][name] = {"value": value, "limit": limit, "ok": ok}
+        if ok is False:
+            out["reasons"].append(sentence)
+        elif ok is None:
+            out["unknown"].append(name)
+    changed = freq_start["governor"] != freq_end["governor"] or \
+        freq_start["turbo"] != freq_end["turbo"]
+    out["checks"]["cpufreq_unchanged"] = {"value": not changed, "ok": not changed}
+    if changed:
+        out["reasons"].append(f"the CPU governor/turbo changed during the run: "
+                              f"{freq_start['governor']}/{freq_start['turbo']} -> "
+                              f"{freq_end['governor']}/{freq_end['turbo']}")
+    out["verdict"] = "disturbed" if out["reasons"] else "quiet"
+    return out
 
 
 def make_manifest(results, argv):
@@ -804,17 +1108,24 @@ def make_manifest(results, argv):
         "config": {"d_model": cfg["d_model"], "n_heads": cfg["n_heads"], "T_sweep": cfg["T_sweep"],
                    "d_head": cfg["d_head"], "repeats": cfg["repeats"], "min_time_s": cfg["min_time_s"],
                    "quick": cfg["quick"], "blas_threads": cfg["blas_threads"],
+                   "workers": cfg["workers"],
                    "heap": results["heap"]["mode"]},
         "hardware": hw,
         "results_summary": summary,
         "results_summary_definitions": {
             "phase_27_motivation_pct_memory":
-                "percent of the T=512 forward's median time spent in ops whose lab intensity is "
-                "below the ridge pi/beta (memory-bound on this machine's roofline)",
-            "softmax_pct_of_total_at_T_512": "softmax median / total median at T=512, percent",
+                "percent of the T=512 forward's time (sum of the five ops' time_s) spent in ops "
+                "whose lab intensity is below the ridge pi/beta (memory-bound on this roofline)",
+            "softmax_pct_of_total_at_T_512":
+                "softmax time_s / sum of the five ops' time_s at T=512, percent",
+            "time_s": "the 25th percentile of all samples of an op: what the code costs when the "
+                      "machine's slow episodes are not running (see the lab's README)",
         },
         "ridge_intensity": sm["ridge_intensity"],
         "ceilings_source": results["ceilings"]["source"],
+        "conditions_verdict": results["conditions"]["verdict"],
+        "conditions_reasons": results["conditions"]["reasons"],
+        "threads": results["threads"],
         "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
         "command": " ".join(["python", Path(__file__).name] + list(argv)),
         "environment": results["environment"],
@@ -862,7 +1173,7 @@ def load_results(path):
         rows = res["sweep"]
         for r in rows + res["sweep_default_heap"]:
             for k in KEYS:
-                float(r["ops"][k]["median_s"])
+                float(r["ops"][k]["time_s"]), float(r["ops"][k]["environment_tax"])
             for op in OPS:
                 float(r["ops"][op]["intensity"]), float(r["ops"][op]["gflops"])
                 float(r["ops"][op]["time_share"]), float(r["ops"][op]["flop_share"])
@@ -871,6 +1182,7 @@ def load_results(path):
         res["analysis"]["phase_27_preview"]["measured"]["intensity"]
         float(res["ceilings"]["beta_peak_GBps"]), float(res["ceilings"]["pi_peak_GFLOPS"])
         res["hardware"]["cpu_model"], res["config"]["repeats"], res["heap"]["mode"]
+        res["conditions"]["verdict"]
         if not rows:
             raise ValueError
     except OSError as e:
@@ -925,9 +1237,14 @@ def parse_args(argv):
     p.add_argument("--min-time", type=positive(float), default=None,
                    help="seconds of work one sample aggregates (default 0.05; --quick 0.005)")
     p.add_argument("--repeats", type=positive(int), default=None,
-                   help="samples per T (default 100; --quick 5)")
+                   help="samples per T, spread over the workers (default 100; --quick 6)")
+    p.add_argument("--workers", type=positive(int), default=None,
+                   help="fresh worker processes that share the samples (default 5; --quick 2)")
+    p.add_argument("--in-process", action="store_true",
+                   help="measure in this process instead of fresh workers (debugging, tests)")
     p.add_argument("--threads", type=positive(int), default=None,
-                   help="limit BLAS threads (threadpoolctl); default: what the environment gives")
+                   help="BLAS threads (default: OMP_NUM_THREADS / OPENBLAS_NUM_THREADS if set, "
+                        "else one per physical core)")
     p.add_argument("--out", type=Path, default=HERE, help="output folder (default: this folder)")
     p.add_argument("--roofline", type=Path, default=None,
                    help="Phase 1 manifest with beta_peak_GBps and pi_peak_GFLOPS")
@@ -938,7 +1255,8 @@ def parse_args(argv):
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
     args.min_time = args.min_time or (0.005 if args.quick else 0.05)
-    args.repeats = args.repeats or (5 if args.quick else 100)
+    args.repeats = args.repeats or (6 if args.quick else 100)
+    args.workers = min(args.workers or (2 if args.quick else 5), args.repeats)
     args.T = sorted(set(args.T))
     if not args.replot:
         check_writable(args.out)
@@ -977,31 +1295,75 @@ def choose_ceilings(given, measured):
     return {**given, **measured}
 
 
+SPREAD_LIMIT = 1.25  # max/min of the worker medians above which an op is flagged unstable
+
+
 def run(args):
-    hardware = detect_hardware()
+    hardware = machine_facts()
     given = given_ceilings(args)
-    mha = init_mha(args.d_model, args.n_heads, args.seed)
+    limit, why = blas_threads_plan(args, hardware)
+    with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
+        return measure_run(args, hardware, given, limit, why)
+
+
+def measure_run(args, hardware, given, limit, why):
     blas = blas_info()
     threads = blas[0]["num_threads"] if blas else None
-    if threads and threads > hardware["physical_cores"]:
-        progress(f"warning: {threads} BLAS threads on {hardware['physical_cores']} physical cores "
-                 "(hyper-threads or oversubscription): use --threads or OMP_NUM_THREADS")
-    default_repeats = max(3, min(20, args.repeats))
-    untimed_every = 4 if args.repeats >= 20 else 1
-    anatomy_repeats = max(3, args.repeats // 10)
+    k, rounds = args.workers, math.ceil(args.repeats / args.workers)
+    default_repeats = max(3, min(10, args.repeats))
+    one_thread_rounds = list(range(rounds // 4, rounds, 5)) if threads and threads > 1 else []
+    anatomy_repeats = max(3, args.repeats // 20)
     ceilings_budget = 0.5 if args.quick else 2.0
-    progress = make_progress(
-        len(args.T) * (sample_budget(args.min_time, default_repeats, untimed_every)
-                       + sample_budget(args.min_time, args.repeats, untimed_every))
-        + 6 * anatomy_repeats * args.min_time + ceilings_budget)
-    # The default-allocator sweep runs first: glibc raises its mmap threshold the first time a
-    # large block is freed, so after the ceilings' big buffers it would no longer page-fault.
-    default_rows = sweep("default heap", args.T, mha, args.seed, args.min_time, default_repeats,
-                         untimed_every, progress)
+    worker_work = rounds * len(args.T) * args.min_time * 1.25 + \
+        len(one_thread_rounds) * len(args.T) * args.min_time
+    progress = make_progress(k * worker_work + len(args.T) * default_repeats * args.min_time
+                             + 6 * anatomy_repeats * args.min_time + ceilings_budget)
+    ht = None if threads is None else threads > hardware["physical_cores"]
+    if ht:
+        progress(f"warning: {threads} BLAS threads on {hardware['physical_cores']} physical cores: "
+                 "hyper-thread siblings share a core; the lab asks for one thread per core "
+                 "(--threads or OMP_NUM_THREADS)")
+    if threads is None:
+        progress("warning: threadpoolctl sees no BLAS library: the thread count is not controlled")
+    gov = hardware["cpu_governor_at_run"]
+    if gov not in ("performance", "unavailable"):
+        progress(f"warning: CPU governor is '{gov}', not 'performance' as the lab asks: "
+                 "sudo cpupower frequency-set -g performance")
+    load_before = list(psutil.getloadavg())[0]
+    before, own0 = cpu_times(), own_cpu_seconds()
+    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T": args.T,
+            "min_time": args.min_time, "threads_limit": limit}
+    timeout = 60 + 20 * worker_work
+    # The default allocator first, in a fresh process that has freed nothing large (glibc raises
+    # its mmap threshold after a large free, and would then silently stop faulting), T ascending.
+    dflt = run_task({**base, "label": "default-heap", "heap": "default", "loops": None,
+                     "rounds": default_repeats, "interleave": False, "pairs": False,
+                     "one_thread_rounds": []}, args.in_process, timeout)
+    progress(f"default heap: done, {default_repeats} samples per T",
+             len(args.T) * default_repeats * args.min_time)
     heap = keep_heap()
-    progress(f"heap: {heap['mode']} ({heap['control']})")
-    rows = sweep(f"{heap['mode']} heap", args.T, mha, args.seed, args.min_time, args.repeats,
-                 untimed_every, progress)
+    # Calibrated once, here: every worker then does the same work per sample (pyperf's rule).
+    mha = init_mha(args.d_model, args.n_heads, args.seed)
+    loops = {}
+    for T in args.T:
+        x, mask = make_input(T, mha, args.seed), causal_mask(T)
+        attention_forward(x, mha, mask)
+        loops[str(T)] = calibrate(lambda: attention_forward_timed(x, mha, mask), args.min_time)
+    warm = []
+    for i in range(k):
+        progress(f"worker {i + 1}/{k} started: {rounds} rounds over T={args.T}")
+        warm.append(run_task({**base, "label": f"{i + 1}/{k}", "heap": "warm", "loops": loops,
+                              "rounds": rounds, "interleave": True, "pairs": True,
+                              "one_thread_rounds": one_thread_rounds}, args.in_process, timeout))
+        progress(f"worker {i + 1}/{k} done", worker_work)
+    after = cpu_times()
+    own_cpu = own_cpu_seconds() - own0
+    if os.name == "nt" and not args.in_process:  # Windows does not count children's CPU time
+        own_cpu += sum(w["cpu_s"] for w in [dflt] + warm)
+    merged = merge(warm, args.T)
+    rows = [profile_row(T, merged[T], args.min_time) for T in args.T]
+    default_rows = [profile_row(T, m, args.min_time) for T, m in merge([dflt], args.T).items()]
+    windows = [w for r in rows if (w := threading_windows(r["T"], merged[r["T"]], r))]
     anatomy = softmax_anatomy(512 if 512 in args.T else max(args.T), mha, args.seed,
                               args.min_time, anatomy_repeats)
     progress("softmax anatomy done", 6 * anatomy_repeats * args.min_time)
@@ -1013,44 +1375,60 @@ def run(args):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings["beta_peak_GBps"],
                           ceilings["pi_peak_GFLOPS"])
     for r in rows:
-        for k in KEYS:
-            r["ops"][k]["unstable"] = r["ops"][k]["iqr_over_median"] > 0.10
-            if r["ops"][k]["unstable"]:
-                progress(f"warning: T={r['T']} {k} unstable: IQR/median "
-                         f"{r['ops'][k]['iqr_over_median']:.2f} > 0.10")
+        for key in KEYS:
+            o = r["ops"][key]
+            o["unstable"] = o["worker_spread"] > SPREAD_LIMIT
+            if o["unstable"]:
+                progress(f"warning: T={r['T']} {key} unstable: worker medians differ "
+                         f"{o['worker_spread']:.2f}x (> {SPREAD_LIMIT})")
+    hardware["cpufreq_at_end"] = cpufreq_state()
+    conditions = judge_conditions(before, after, own_cpu, load_before, warm,
+                                  hardware["cpufreq_at_start"], hardware["cpufreq_at_end"])
     return {
         "experiment": "15-attention-perf",
         "date": datetime.date.today().isoformat(),
         "config": {"d_model": args.d_model, "n_heads": args.n_heads,
                    "d_head": args.d_model // args.n_heads, "T_sweep": args.T, "seed": args.seed,
-                   "repeats": args.repeats, "min_time_s": args.min_time, "quick": args.quick,
-                   "default_heap_repeats": default_repeats, "untimed_every": untimed_every,
+                   "repeats": k * rounds, "min_time_s": args.min_time, "quick": args.quick,
+                   "workers": k, "rounds_per_worker": rounds, "in_process": args.in_process,
+                   "default_heap_repeats": default_repeats,
+                   "one_thread_rounds": one_thread_rounds,
                    "blas_threads": threads, "threads_flag": args.threads,
+                   "headline": "time_s = 25th percentile of all samples (see README)",
                    "model": "causal MHA, heads as a batch axis, no biases, float32"},
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
                      "matplotlib": version("matplotlib"), "threadpoolctl": version("threadpoolctl"),
-                     "blas": blas},
+                     "psutil": version("psutil"), "blas": blas},
         "hardware": hardware,
-        "environment": {k: os.environ.get(k) for k in
-                        ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
-                         "OPENBLAS_L2_SIZE", "MKL_NUM_THREADS")},
-        "heap": heap,
+        "threads": {"blas_threads": threads, "requested": limit, "source": why,
+                    "physical_cores": hardware["physical_cores"],
+                    "logical_cpus": hardware["logical_cpus"], "includes_hyperthreads": ht},
+        "environment": {k: os.environ.get(k) for k in THREAD_VARS +
+                        ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+        "heap": warm[0].get("heap", heap),
+        "conditions": conditions,
+        "workers": [{"pid": w["pid"], "started": w["started"], "ended": w["ended"],
+                     "cpu_s": w["cpu_s"]} for w in warm],
         "ceilings": ceilings,
         "sweep": rows,
         "sweep_default_heap": default_rows,
-        "analysis": analyse(rows, args.d_model, args.n_heads, ceilings, anatomy),
+        "analysis": {**analyse(rows, args.d_model, args.n_heads, ceilings, anatomy),
+                     "threading_windows": windows},
     }
 
 
 def print_summary(results):
-    print(f"\n{'T':>5} " + " ".join(f"{k:>9}" for k in KEYS) + "  (median ms per forward)")
+    print(f"\n{'T':>5} " + " ".join(f"{k:>9}" for k in KEYS) + "  (ms per forward, time_s)")
     for r in results["sweep"]:
-        print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['median_s'] * 1e3:9.3f}" for k in KEYS))
-    print(f"\n{'T':>5} {'overhead':>9} {'acct gap':>9} {'faults/fw':>9} {'default heap':>13}")
+        print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in KEYS))
+    print(f"\n{'T':>5} {'overhead':>9} {'95% CI':>15} {'slow':>6} {'faults/fw':>9} {'default heap':>13}")
     for r, d in zip(results["sweep"], results["sweep_default_heap"]):
-        print(f"{r['T']:>5} {r['instrumentation_overhead']:9.2%} {r['accounting_gap']:9.2%} "
-              f"{r['page_faults_per_forward']:9.1f} {d['ops']['total']['median_s'] * 1e3:10.3f} ms"
-              f" ({d['page_faults_per_forward']:.0f} faults)")
+        lo, hi = r["instrumentation_overhead_ci95"]
+        faults = r["page_faults_per_forward"]
+        print(f"{r['T']:>5} {r['instrumentation_overhead']:9.2%} {f'[{lo:.2%}, {hi:.2%}]':>15} "
+              f"{r['ops']['total']['slow_fraction']:6.0%} "
+              f"{'n/a' if faults is None else f'{faults:.1f}':>9} "
+              f"{d['ops']['total']['time_s'] * 1e3:10.3f} ms")
     c = results["ceilings"]
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['pi_peak_GFLOPS'] / c['beta_peak_GBps']:.2f}"
@@ -1059,14 +1437,15 @@ def print_summary(results):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--worker"]:  # a worker process of a run: task on stdin, result on stdout
+        return worker_main()
     try:
         args = parse_args(argv)
         if args.replot:
             results = load_results(args.out / "results.json")
             files = render_plots(results)
         else:
-            with threadpool_limits(args.threads, user_api="blas"):  # None: leave as is
-                results = run(args)
+            results = run(args)
             files = {"results.json": to_json(results),
                      "manifest.json": to_json(make_manifest(results, argv)),
                      **render_plots(results)}
@@ -1074,6 +1453,9 @@ def main(argv=None):
     except UsageError as e:
         print(f"perf.py: error: {e}", file=sys.stderr)
         return 2
+    except RunError as e:
+        print(f"perf.py: error: {e}; nothing written", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"perf.py: error: cannot write {e.filename or 'output'}: {e.strerror or e}",
               file=sys.stderr)
@@ -1084,6 +1466,8 @@ def main(argv=None):
     if not args.replot:
         print_summary(results)
     print(f"\nwrote {', '.join(files)} to {args.out}")
+    if not args.replot and results["conditions"]["verdict"] == "disturbed":
+        print("warning: this run was disturbed: " + "; ".join(results["conditions"]["reasons"]))
     return 0
 
 
