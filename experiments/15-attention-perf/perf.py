@@ -264,7 +264,9 @@ def summarize(samples, workers=None):
            "environment_tax": float(med / p25 - 1) if p25 else 0.0}
     if workers:
         meds = [float(np.median(w)) for w in workers if len(w)]
-        out.update(worker_medians=meds, worker_spread=max(meds) / min(meds))
+        p25s = [float(np.percentile(w, 25)) for w in workers if len(w)]
+        out.update(worker_medians=meds, worker_spread=max(meds) / min(meds),
+                   worker_times=p25s, worker_time_spread=max(p25s) / min(p25s))
     return out
 
 
@@ -532,10 +534,10 @@ def new_figure(*args, **kw):
     return plt.subplots(*args, **kw)
 
 
-def png_bytes(fig):
+def png_bytes(fig, dpi=150):
     import matplotlib.pyplot as plt
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=150)
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()
 
@@ -1133,6 +1135,190 @@ def make_manifest(results, argv):
 
 
 # ----------------------------------------------------------------------------------------------
+# Compare two runs (--compare A B): measures nothing. A is the baseline (say, the committed
+# reference), B the new run (say, a learner's laptop).
+
+NOISE_FLOOR = 1.05  # the smallest band a verdict uses, whatever the workers' agreement
+
+
+def load_run(arg):
+    """A results.json of this lab, given as the file or a folder holding one; one line if not."""
+    path = Path(arg)
+    path = path / "results.json" if path.is_dir() else path
+    try:
+        res = json.loads(path.read_text())
+        if res.get("experiment") != "15-attention-perf":
+            raise ValueError
+        for r in res["sweep"]:
+            for op in OPS:
+                o = r["ops"][op]
+                float(o.get("time_s", o["median_s"])), float(o["time_share"]), o["bound"]
+        res["config"]["d_model"], res["config"]["n_heads"], res["ceilings"]["beta_peak_GBps"]
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{path} is not a results.json of 15-attention-perf") from None
+    return path, res
+
+
+def headline(o):
+    """An op's headline time: time_s, or the median in files written before time_s existed."""
+    return o.get("time_s", o["median_s"])
+
+
+def compare_rows(a, b, Ts):
+    """Per op per T: both headlines, B/A, the change in share, and the verdict. A difference
+    counts only if it is larger than both runs' own noise: the max/min of their workers' headline
+    times, the disagreement between fresh processes of the same run (at least NOISE_FLOOR)."""
+    by = lambda res: {r["T"]: r for r in res["sweep"]}  # noqa: E731
+    ra, rb = by(a), by(b)
+    rows = []
+    for T in Ts:
+        for op in OPS:
+            oa, ob = ra[T]["ops"][op], rb[T]["ops"][op]
+            ratio = headline(ob) / headline(oa)
+            spreads = [o.get("worker_time_spread") for o in (oa, ob)]
+            band = None if None in spreads else max(NOISE_FLOOR, *spreads)
+            verdict = (None if band is None else "slower" if ratio > band else
+                       "faster" if ratio < 1 / band else "same")
+            rows.append({"T": T, "op": op, "a_s": headline(oa), "b_s": headline(ob),
+                         "ratio": ratio, "share_pp": 100 * (ob["time_share"] - oa["time_share"]),
+                         "noise_band": band, "verdict": verdict})
+    return rows
+
+
+def compare_story(a, b, Ts):
+    """The two runs' stories side by side; each line that differs is marked, with a likely reason
+    where the data gives one."""
+    ca, cb = a["ceilings"], b["ceilings"]
+    ridge = lambda c: c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]  # noqa: E731
+    beta_ratio = cb["beta_peak_GBps"] / ca["beta_peak_GBps"]
+    pi_ratio = cb["pi_peak_GFLOPS"] / ca["pi_peak_GFLOPS"]
+    story = []
+
+    def line(fact, va, vb, differs=None, why=None):
+        story.append({"fact": fact, "a": va, "b": vb,
+                      "differs": va != vb if differs is None else differs,
+                      "why": why if (va != vb if differs is None else differs) else None})
+
+    cond = lambda r: r.get("conditions", {}).get("verdict", "not recorded")  # noqa: E731
+    for fact, get in (("cpu", lambda r: r["hardware"]["cpu_model"]),
+                      ("physical cores", lambda r: r["hardware"]["physical_cores"]),
+                      ("BLAS threads", lambda r: r["config"]["blas_threads"]),
+                      ("heap", lambda r: r["heap"]["mode"]),
+                      ("governor", lambda r: r["hardware"]["cpu_governor_at_run"]),
+                      ("run conditions", cond)):
+        why = "; ".join(f"{name} was disturbed: " + "; ".join(r["conditions"]["reasons"])
+                        for name, r in (("A", a), ("B", b)) if cond(r) == "disturbed") or \
+            ("one run was written before run conditions were recorded"
+             if "not recorded" in (cond(a), cond(b)) else None)
+        line(fact, get(a), get(b), why=why)
+    line("beta (GB/s)", ca["beta_peak_GBps"], cb["beta_peak_GBps"], abs(beta_ratio - 1) > 0.1,
+         f"beta is {beta_ratio:.2f}x in B, so memory-bound ops are expected about "
+         f"{1 / beta_ratio:.1f}x {'slower' if beta_ratio < 1 else 'faster'} there")
+    line("pi (GFLOPS)", ca["pi_peak_GFLOPS"], cb["pi_peak_GFLOPS"], abs(pi_ratio - 1) > 0.1,
+         f"pi is {pi_ratio:.2f}x in B, so compute-bound ops are expected about "
+         f"{1 / pi_ratio:.1f}x {'slower' if pi_ratio < 1 else 'faster'} there")
+    line("ridge (FLOP/byte)", ridge(ca), ridge(cb), abs(ridge(cb) / ridge(ca) - 1) > 0.1,
+         "the ridge moves with pi/beta: ops near it change class")
+    for T in Ts:
+        ra = next(r for r in a["sweep"] if r["T"] == T)["ops"]
+        rb = next(r for r in b["sweep"] if r["T"] == T)["ops"]
+        dom = lambda ops: max(OPS, key=lambda op: ops[op]["time_share"])  # noqa: E731
+        da, db = dom(ra), dom(rb)
+        line(f"dominant op at T={T}", f"{da} {100 * ra[da]['time_share']:.0f}%",
+             f"{db} {100 * rb[db]['time_share']:.0f}%", da != db,
+             f"{db} takes {headline(rb[db]) / headline(ra[db]):.2f}x its time in A, "
+             f"{da} {headline(rb[da]) / headline(ra[da]):.2f}x")
+    for op in OPS:
+        mem = lambda res: [r["T"] for r in res["sweep"] if r["T"] in Ts  # noqa: E731
+                           and r["ops"][op]["bound"] == "memory"]
+        line(f"{op} memory-bound at T", mem(a), mem(b),
+             why=f"the ridge is {ridge(ca):.2f} FLOP/byte in A and {ridge(cb):.2f} in B")
+    for oa, ob in zip(a["analysis"]["expected_observations"], b["analysis"]["expected_observations"]):
+        line(f"expected: {oa['claim']}", oa["held"], ob["held"])
+    sa, sb = (r["analysis"].get("softmax_at_T_512") for r in (a, b))
+    if sa and sb:
+        ra_, rb_ = sa["ratio_to_memory_ceiling"], sb["ratio_to_memory_ceiling"]
+        line("softmax / its memory ceiling at T=512", ra_, rb_, abs(rb_ / ra_ - 1) > 0.25,
+             "the softmax's own speed and beta both move this ratio")
+    return story
+
+
+def plot_compare(rows, Ts, a_name, b_name):
+    """One dot per op per T at B/A (log scale), on the grey noise band its verdict used."""
+    fig, ax = new_figure(figsize=(9, 1.6 + 0.27 * len(rows)))
+    y = np.arange(len(rows))[::-1] + np.repeat(np.arange(len(Ts))[::-1], len(OPS)) * 0.8
+    for yi, r in zip(y, rows):
+        if r["noise_band"]:
+            ax.plot([1 / r["noise_band"], r["noise_band"]], [yi, yi], color="0.85", lw=7,
+                    solid_capstyle="butt", zorder=1)
+        ax.scatter(r["ratio"], yi, color=COLORS[r["op"]], s=36, zorder=3,
+                   edgecolor="black" if r["verdict"] in ("slower", "faster") else "none")
+        ax.annotate(f"{r['ratio']:.2f}  {r['verdict'] or 'no noise data'}", (1, yi),
+                    xycoords=("axes fraction", "data"), xytext=(6, 0),
+                    textcoords="offset points", va="center", fontsize=7.5,
+                    fontweight="bold" if r["verdict"] in ("slower", "faster") else "normal")
+    ax.axvline(1, color="black", lw=0.8, zorder=2)
+    ax.set_xscale("log")
+    lim = max(1.6, *(max(r["ratio"], 1 / r["ratio"], r["noise_band"] or 1) * 1.1 for r in rows))
+    ax.set_xlim(1 / lim, lim)
+    ticks = [t for t in (0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4) if 1 / lim < t < lim]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_yticks(y, [f"T={r['T']}  {r['op']}" for r in rows], fontsize=7.5)
+    ax.set_ylim(y.min() - 0.8, y.max() + 0.8)
+    ax.set_xlabel("B / A, headline time per op (left: B faster, right: B slower)")
+    ax.set_title(f"B = {b_name} against A = {a_name}\ngrey: the noise band (max/min of both "
+                 "runs' worker headlines); outlined dot: a real difference", fontsize=9)
+    ax.grid(True, axis="x", which="both", color="0.93")
+    fig.tight_layout()
+    return png_bytes(fig, dpi=100)
+
+
+def compare(arg_a, arg_b, out):
+    (pa, a), (pb, b) = load_run(arg_a), load_run(arg_b)
+    for key in ("d_model", "n_heads"):
+        if a["config"][key] != b["config"][key]:
+            raise UsageError(f"the runs differ in {key} ({a['config'][key]} vs "
+                             f"{b['config'][key]}): nothing to compare")
+    Ta, Tb = ({r["T"] for r in res["sweep"]} for res in (a, b))
+    Ts = sorted(Ta & Tb)
+    if not Ts:
+        raise UsageError(f"the runs share no T ({sorted(Ta)} vs {sorted(Tb)})")
+    rows = compare_rows(a, b, Ts)
+    result = {"a": str(pa), "b": str(pb), "T": Ts,
+              "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)},
+              "noise_rule": f"same unless B/A leaves [1/band, band], band = max({NOISE_FLOOR}, "
+                            "both runs' max/min of worker time_s); null: a run has no spread",
+              "rows": rows, "story": compare_story(a, b, Ts)}
+    files = {"compare.json": to_json(result),
+             "compare.png": plot_compare(rows, Ts, pa.parent.name or str(pa), pb.parent.name or str(pb))}
+    out = out or pb.parent
+    check_writable(out)
+    write_atomically(out, files)
+    return result, out
+
+
+def print_compare(c):
+    print(f"A = {c['a']}\nB = {c['b']}\n")
+    print(f"{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  verdict")
+    for r in c["rows"]:
+        print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
+              f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['verdict'] or 'n/a (no spread)'}")
+    left = c["left_out_T"]
+    if left["a_only"] or left["b_only"]:
+        print(f"\nleft out: T={left['a_only']} only in A, T={left['b_only']} only in B")
+    if any(r["verdict"] is None for r in c["rows"]):
+        print("\nno verdicts of noise: a run was written before worker spreads were recorded")
+    print("\n  fact: A | B   (* the two runs tell a different story here)")
+    for s in c["story"]:
+        fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+        print(f"{'*' if s['differs'] else ' '} {s['fact']}: {fmt(s['a'])} | {fmt(s['b'])}"
+              + (f"  <- {s['why']}" if s["why"] else ""))
+
+
+# ----------------------------------------------------------------------------------------------
 # Output: nothing is written until everything is ready; then each file atomically.
 
 def write_atomically(out_dir, files):
@@ -1245,12 +1431,16 @@ def parse_args(argv):
     p.add_argument("--threads", type=positive(int), default=None,
                    help="BLAS threads (default: OMP_NUM_THREADS / OPENBLAS_NUM_THREADS if set, "
                         "else one per physical core)")
-    p.add_argument("--out", type=Path, default=HERE, help="output folder (default: this folder)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: this folder; with --compare, B's folder)")
     p.add_argument("--roofline", type=Path, default=None,
                    help="Phase 1 manifest with beta_peak_GBps and pi_peak_GFLOPS")
     p.add_argument("--quick", action="store_true", help="tiny protocol, a few seconds (smoke test)")
     p.add_argument("--replot", action="store_true",
                    help="only redraw perf.png and roofline.png from --out's results.json")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
+                   help="compare two runs (results.json or their folders; A the baseline): "
+                        "writes compare.json and compare.png, measures nothing")
     args = p.parse_args(argv)
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
@@ -1258,7 +1448,9 @@ def parse_args(argv):
     args.repeats = args.repeats or (6 if args.quick else 100)
     args.workers = min(args.workers or (2 if args.quick else 5), args.repeats)
     args.T = sorted(set(args.T))
-    if not args.replot:
+    if not args.compare:
+        args.out = args.out or HERE
+    if not (args.replot or args.compare):
         check_writable(args.out)
     return args
 
@@ -1441,6 +1633,11 @@ def main(argv=None):
         return worker_main()
     try:
         args = parse_args(argv)
+        if args.compare:
+            result, out = compare(*args.compare, args.out)
+            print_compare(result)
+            print(f"\nwrote compare.json, compare.png to {out}")
+            return 0
         if args.replot:
             results = load_results(args.out / "results.json")
             files = render_plots(results)
