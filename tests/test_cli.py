@@ -32,7 +32,12 @@ def test_quick_run_results(quick_run):
                 assert o["environment_tax"] == pytest.approx(o["median_s"] / o["time_s"] - 1)
                 assert (o["flops"], o["bytes"]) == perf.op_cost(r["T"], 64, 4)[op]
                 assert o["gflops"] == pytest.approx(o["flops"] / o["time_s"] / 1e9)
-                assert o["bound"] in ("memory", "compute")
+                assert o["bound"] in ("memory", "compute", "ridge")
+                assert o["level"] in set(res["ceilings"]["levels"])
+                assert o["working_set_bytes"] == perf.working_set(r["T"], 64, 4)[op]
+                assert o["pct_of_level_ceiling"] == pytest.approx(100 * o["gflops"] / min(
+                    res["ceilings"]["pi_peak_GFLOPS"],
+                    res["ceilings"]["levels"][o["level"]]["GBps"] * o["intensity"]))
             assert r["ops"]["softmax"]["bound"] == "memory"
             assert sum(r["ops"][op]["time_share"] for op in OPS) == pytest.approx(1)
             assert {"mean_s", "median_s", "time_s"} <= set(r["ops"]["total"])
@@ -58,6 +63,11 @@ def test_quick_run_results(quick_run):
     assert set(a["softmax_anatomy"]["steps"]) == {"mask_add", "max", "subtract", "exp", "sum",
                                                   "divide"}
     assert a["softmax_at_T_512"]["ratio_to_memory_ceiling"] > 0
+    c = res["ceilings"]
+    assert c["repeats"] == 2 and "DRAM" in c["levels"]
+    assert c["beta_peak_range"][0] <= c["beta_peak_GBps"] <= c["beta_peak_range"][1]
+    assert c["ridge_range"][0] <= a["ridge_intensity"] <= c["ridge_range"][1]
+    assert res["memory_peak_MiB"]["largest_worker"] > 0
     assert not any(p.name.endswith(".tmp") for p in out.iterdir())
 
 
@@ -109,6 +119,17 @@ def test_bad_input_one_line_exit_2_nothing_touched(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and err.startswith("perf.py: error:"), (argv, err)
     assert sorted(p.name for p in out.iterdir()) == ["results.json"]
     assert (out / "results.json").read_text() == "earlier"
+
+
+def test_a_T_beyond_the_memory_is_refused_before_measuring(tmp_path, capsys):
+    (tmp_path / "results.json").write_text("earlier")
+    assert perf.main(["--T", "64", "100000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("perf.py: error: --T 100000 needs about ") and err.endswith("available")
+    assert len(err.splitlines()) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    # The estimate: four (h, T, T) fp32 arrays of the largest T, the masks, the copy, 300 MiB.
+    assert perf.run_memory_bytes([2048], 4, 256 << 20) == 16 * 4 * 2048**2 + 4 * 2048**2 + (556 << 20)
 
 
 def test_bad_input_from_the_shell_has_no_traceback(tmp_path):

@@ -41,18 +41,40 @@ def test_thresholds_both_forms():
     assert perf.threshold_T(16, 9.0, 2) is None and perf.threshold_T(16, 8.0, 2) is None
 
 
+CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [4.0, 6.0],
+            "levels": {"L2": {"capacity_bytes": 1 << 20, "GBps": 100.0},
+                       "L3": {"capacity_bytes": 32 << 20, "GBps": 50.0},
+                       "DRAM": {"capacity_bytes": None, "GBps": 20.0}}}
+
+
 def test_place_on_roofline_arithmetic():
     row = {"T": 64, "ops": {op: {"time_s": 1e-5} for op in perf.OPS}}
     row["ops"]["total"] = {"time_s": 6e-5}  # shares are of the five ops' sum, the stacked bar
-    perf.place_on_roofline(row, 64, 4, beta=20.0, pi=100.0)  # ridge 5 FLOP/byte
+    perf.place_on_roofline(row, 64, 4, CEILINGS)  # ridge 5 FLOP/byte, interval 4 to 6
     qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
     assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"
     assert qkv["gflops"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
     assert qkv["attainable_gflops"] == 100.0
     assert sm["bound"] == "memory" and sm["attainable_gflops"] == pytest.approx(20 * 0.625)
-    assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "compute"
+    # scores at T=64: I = 5.33, inside the ridge's interval: too close to call
+    assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "ridge"
     assert sm["time_share"] == pytest.approx(0.2)
     assert sum(row["ops"][op]["flop_share"] for op in perf.OPS) == pytest.approx(1)
+    # Working sets at T=64: softmax 4 (5*4*64^2 + 64^2) = 344064 bytes fit the 1 MiB L2.
+    assert sm["working_set_bytes"] == 344_064 and sm["level"] == "L2"
+    assert sm["level_ceiling_gflops"] == pytest.approx(100 * 0.625)  # L2: 100 GB/s
+    assert sm["level_bound"] == "memory" and sc["level_bound"] == "compute"  # L2 ridge 1.0
+
+
+def test_levels_and_the_lab_laptop():
+    assert perf.level_of(1 << 20, CEILINGS["levels"]) == "L2"
+    assert perf.level_of((1 << 20) + 1, CEILINGS["levels"]) == "L3"
+    assert perf.level_of(33 << 20, CEILINGS["levels"]) == "DRAM"
+    lap = perf.lab_laptop_levels([64, 128, 256, 512], 64, 4)
+    # softmax: 4 (21 T^2) bytes against 6 MiB: 5.25 MiB at T=256 fits, 21 MiB at T=512 does not.
+    assert lap["level_per_T"]["256"]["softmax"] == "L3" and lap["softmax_in_DRAM_at_T"] == [512]
+    assert lap["softmax_spills_past_T"] == pytest.approx((6 * 2**20 / 84) ** 0.5)  # 273.7
+    assert lap["level_per_T"]["64"]["qkv_proj"] == "L2"  # 4 (64*64 + 3*64*64 + 3*64*64) = 112 KiB
 
 
 @pytest.mark.parametrize("doc,expect", [

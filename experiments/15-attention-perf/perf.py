@@ -165,6 +165,19 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     return (times, out) if return_output else times
 
 
+def working_set(T, d_model, n_heads):
+    """Bytes of the distinct fp32 arrays each op reads or writes as naive numpy runs it (its
+    footprint, not its traffic): what has to fit in a cache for the op to work from it."""
+    d, h = d_model, n_heads
+    return {
+        "qkv_proj": 4 * (T * d + 3 * d * d + 3 * T * d),  # x, W_Q, W_K, W_V, Q, K, V
+        "scores": 4 * (2 * T * d + 2 * h * T * T),        # Q, K, Q K^T, S = that / sqrt(d_k)
+        "softmax": 4 * (5 * h * T * T + T * T),           # S, Z = S + mask, Z - m, E, A; mask
+        "av": 4 * (h * T * T + 2 * T * d),                # A, V, out_h
+        "out_proj": 4 * (3 * T * d + d * d),              # out_h, its concat copy, out; W_O
+    }
+
+
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas."""
     d, h = d_model, n_heads
@@ -341,10 +354,20 @@ def measure(task):
     for T in Ts:
         res[str(T)]["faults_per_forward"] = (None if page_faults() is None else
                                              faults[T] / (task["rounds"] * loops[T]))
-    return {"samples": res, "started": start, "ended": time.time(), "pid": os.getpid(),
+    ceilings = measure_ceilings(task["ceilings"]) if task.get("ceilings") else None
+    return {"samples": res, "ceilings": ceilings, "started": start, "ended": time.time(),
+            "pid": os.getpid(), "peak_rss_MiB": peak_rss_MiB(),
             "cpu_s": time.process_time() - cpu0,
             "involuntary_switches_per_sample": (proc.num_ctx_switches().involuntary - ctx0)
             / samples}
+
+
+def peak_rss_MiB():
+    """This process's peak resident memory, or None where resource is missing (Windows)."""
+    if resource is None:
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if platform.system() == "Darwin" else rss / 2**10  # bytes vs KiB
 
 
 def worker_main():
@@ -586,20 +609,21 @@ def plot_perf(res):
     extra[~((extra > 0) & faulted)] = np.nan  # no bar, not even an edge, where nothing faulted
     ax.bar(x + 0.32, extra, 0.18, bottom=tot, fill=False, hatch="///", edgecolor="0.5", lw=0.8,
            label="default heap: extra time per forward\n(page-fault overhead, not compute)")
+    labels = []
     for i, r in enumerate(rows):
         dom = res["analysis"]["dominant_op_per_T"][str(r["T"])]
         share = 100 * r["ops"][dom]["time_share"]
-        ax.annotate(f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + iqr[1][i]),
-                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=8.5)
+        labels.append(ax.annotate(
+            f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + iqr[1][i]),
+            xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8.5))
         if extra[i] > 0:
             clipped = dflt[i] > ylim
-            ax.annotate(f"default heap\n{dflt[i]:.3g} ms{' (off scale)' if clipped else ''}\n"
+            labels.append(ax.annotate(f"default heap\n{dflt[i]:.3g} ms{' (off scale)' if clipped else ''}\n"
                         f"{default[r['T']]['page_faults_per_forward']:.0f} faults/fwd",
                         (x[i] + (0.42 if clipped else 0.32), tot[i] + extra[i]),
                         xytext=(2, -2) if clipped else (0, 3), textcoords="offset points",
                         ha="left" if clipped else "center", va="top" if clipped else "bottom",
-                        fontsize=7, color="0.3")
+                        fontsize=7, color="0.3"))
     ax.set_xticks(x, [f"T={r['T']}" for r in rows])
     ax.set_ylabel("time per forward (ms, time_s = p25; whisker: up to the plain median)")
     ax.set_ylim(0, ylim)
@@ -626,15 +650,44 @@ def plot_perf(res):
     fig.suptitle("Naive numpy multi-head attention, d_model=64, 4 heads, d_k=16", fontsize=12)
     footer(fig, res)
     fig.tight_layout(rect=(0, 0.06, 1, 0.97))
-    return png_bytes(fig)
+    unclutter(fig, labels)
+    return fig
+
+
+def unclutter(fig, labels):
+    """Nudge each label (an annotation in offset points) up, then sideways, until its box covers
+    no other text of the figure and stays inside it: a plot's labels may never hide each other."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = [lg for ax in fig.axes if (lg := ax.get_legend())]
+    in_legend = {t for lg in legends for t in lg.findobj(Text)}
+    clear = lambda a, b: min(a.x1, b.x1) - max(a.x0, b.x0) <= 0 or \
+        min(a.y1, b.y1) - max(a.y0, b.y0) <= 0  # noqa: E731
+    for label in labels:
+        others = [lg.get_window_extent(r) for lg in legends] + [
+            t.get_window_extent(r) for t in fig.findobj(Text) if t is not label and
+            t not in in_legend and t.get_visible() and t.get_text().strip()]
+        x0, y0 = label.xyann
+        for dy in range(0, 200, 4):
+            for dx in (0, 12, -12, 24, -24, 48, -48):
+                label.xyann = (x0 + dx, y0 + dy)
+                b = label.get_window_extent(r)
+                if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
+                        b.y1 <= fig.bbox.height and all(clear(b, o) for o in others):
+                    break
+            else:
+                continue
+            break
 
 
 # ----------------------------------------------------------------------------------------------
 # Block D: the roofline's ceilings, measured here by Phase 1's method unless Phase 1 gives them.
 
 def copy_GBps(nbytes, threads, reps):
-    """Phase 1's bandwidth kernel: np.copyto on fp32 buffers, 8 N bytes per copy of N floats
-    (N read, N written). With threads > 1 each thread copies one slice: numpy releases the GIL."""
+    """Phase 1's bandwidth kernel: np.copyto of one fp32 buffer of nbytes into another, 2 nbytes
+    moved per copy (read once, written once). With threads > 1 each thread copies one slice:
+    numpy releases the GIL. Best of `reps` batches of >= 10 ms."""
     N = nbytes // 4
     src = np.ones(N, dtype=np.float32)
     dst = np.zeros_like(src)
@@ -668,26 +721,65 @@ def dot_GFLOPS(N, reps):
     return 2 * N / best / 1e9
 
 
-def measure_ceilings(quick, llc_bytes, logical_cpus):
-    """DRAM bandwidth (one thread, all threads) on buffers far beyond the last-level cache, an
-    LLC-resident bandwidth, and pi as the best large fp32 matmul. Best-of-k: a ceiling is what
-    the machine can do, and noise only ever slows it down."""
-    dram = 32 << 20 if quick else max(128 << 20, 4 * llc_bytes)  # per buffer, two buffers
-    l3 = max(1 << 20, min(4 << 20, llc_bytes // 4))               # src + dst well inside LLC
-    reps = 2 if quick else 8
-    sizes = (256, 512) if quick else (1024, 2048)
-    one = copy_GBps(dram, 1, reps)
-    every = copy_GBps(dram, logical_cpus, reps) if logical_cpus > 1 else one
-    mm = [{"n": n, "GFLOPS": matmul_GFLOPS(n, reps), "intensity": n / 6} for n in sizes]
+def parse_size(s):
+    """'48K', '32M', '1024' (as /sys writes cache sizes) -> bytes; None if absent."""
+    if not s:
+        return None
+    return int(s[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[s[-1]] if s[-1] in "KMG" else int(s)
+
+
+def copy_levels(hardware, quick):
+    """The working set (source + destination) that measures each memory level's bandwidth: half
+    of each data cache the OS describes, so that it surely fits there (LBL's ERT sweeps sizes
+    instead; carm-roofline sizes them from the caches, as here), and DRAM far past the last level.
+    Where the OS gives no cache sizes only DRAM is measured."""
+    caches = {name: parse_size(c["size"]) for name, c in hardware["caches"].items()
+              if not name.endswith("i") and parse_size(c["size"])}
+    levels = {name: {"capacity_bytes": size, "bytes": max(8 << 10, size // 2)}
+              for name, size in sorted(caches.items())}
+    llc = max(caches.values(), default=8 << 20)
+    levels["DRAM"] = {"capacity_bytes": None,
+                      "bytes": 2 * (32 << 20 if quick else max(128 << 20, 4 * llc))}
+    return levels
+
+
+def measure_ceilings(spec):
+    """One repeat of every ceiling, taken by a worker after its samples: spread over the workers,
+    the repeats spread over the run and share its time window (ERT's median over many trials,
+    not one lucky best)."""
+    copies = {name: {"1": copy_GBps(lv["bytes"] // 2, 1, spec["reps"]),
+                     "all": copy_GBps(lv["bytes"] // 2, spec["threads"], spec["reps"])
+                     if spec["threads"] > 1 else None} for name, lv in spec["levels"].items()}
+    return {"copy": copies, "dot": dot_GFLOPS(10**6, spec["reps"]),
+            "matmul": {str(n): matmul_GFLOPS(n, spec["reps"]) for n in spec["matmul"]}}
+
+
+def combine_ceilings(per_worker, spec):
+    """The workers' repeats of each ceiling: the median is the ceiling, [min, max] its interval.
+    All threads can copy at least as fast as one, so each repeat takes the better of the two."""
+    stat = lambda xs: (float(np.median(xs)), [float(min(xs)), float(max(xs))])  # noqa: E731
+    levels = {}
+    for name, lv in spec["levels"].items():
+        runs = [w["copy"][name] for w in per_worker]
+        best, rng = stat([max(v for v in r.values() if v) for r in runs])
+        levels[name] = {**lv, "GBps": best, "GBps_range": rng,
+                        "GBps_1thread": stat([r["1"] for r in runs])[0],
+                        "GBps_all_threads": None if runs[0]["all"] is None else
+                        stat([r["all"] for r in runs])[0]}
+    pi, pi_rng = stat([max(w["matmul"].values()) for w in per_worker])
+    dram = levels["DRAM"]
     return {
-        "beta_dram_1thread_GBps": one, "beta_dram_all_threads_GBps": every,
-        "beta_l3_GBps": copy_GBps(l3, 1, reps), "copy_threads": logical_cpus,
-        "dram_buffer_bytes": dram, "l3_buffer_bytes": l3,
-        "pi_matmul_GFLOPS": max(m["GFLOPS"] for m in mm),
+        "beta_dram_GBps": dram["GBps"], "beta_range_GBps": dram["GBps_range"],
+        "beta_dram_1thread_GBps": dram["GBps_1thread"],
+        "beta_dram_all_threads_GBps": dram["GBps_all_threads"],
+        "beta_l3_GBps": levels.get("L3", {}).get("GBps"), "copy_threads": spec["threads"],
+        "dram_buffer_bytes": dram["bytes"] // 2, "levels": levels,
+        "pi_matmul_GFLOPS": pi, "pi_range_GFLOPS": pi_rng, "repeats": len(per_worker),
         "reference_kernels": [
-            {"name": f"matmul {m['n']}x{m['n']} fp32", "intensity": m["intensity"],
-             "GFLOPS": m["GFLOPS"]} for m in mm] + [
-            {"name": "dot 10^6 fp32", "intensity": 0.25, "GFLOPS": dot_GFLOPS(10**6, reps)}],
+            {"name": f"matmul {n}x{n} fp32", "intensity": int(n) / 6,
+             "GFLOPS": stat([w["matmul"][n] for w in per_worker])[0]} for n in per_worker[0]["matmul"]] + [
+            {"name": "dot 10^6 fp32, cache-resident", "intensity": 0.25,
+             "GFLOPS": stat([w["dot"] for w in per_worker])[0]}],
     }
 
 
@@ -710,99 +802,131 @@ def read_ceilings(path):
     return out
 
 
-def place_on_roofline(row, d_model, n_heads, beta, pi):
-    """Add flops, bytes, intensity, GFLOPS, the attainable bound and memory/compute to each op."""
-    ridge = pi / beta
+def level_of(nbytes, levels):
+    """The smallest memory level whose capacity holds nbytes: where the op's data lives."""
+    fits = [(lv["capacity_bytes"], name) for name, lv in levels.items()
+            if lv["capacity_bytes"] and nbytes <= lv["capacity_bytes"]]
+    return min(fits)[1] if fits else "DRAM"
+
+
+def place_on_roofline(row, d_model, n_heads, ceilings):
+    """Add flops, bytes, intensity, GFLOPS, the attainable bound and the class to each op: against
+    the DRAM roofline (the lab's question; "ridge" when the intensity lies inside the ridge's
+    interval, too close to call) and against the level its working set fits in."""
+    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
+    lo, hi = ceilings["ridge_range"]
     cost = op_cost(row["T"], d_model, n_heads)
+    ws = working_set(row["T"], d_model, n_heads)
     total = sum(row["ops"][op]["time_s"] for op in OPS)  # shares of the stacked bar add to 1
     flops_all = sum(f for f, _ in cost.values())
     for op, (flops, nbytes) in cost.items():
         r = row["ops"][op]
         I = flops / nbytes
+        level = level_of(ws[op], ceilings["levels"])
+        level_beta = ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
-                 attainable_gflops=min(pi, beta * I), bound="memory" if I < ridge else "compute",
-                 time_share=r["time_s"] / total, flop_share=flops / flops_all)
+                 attainable_gflops=min(pi, beta * I),
+                 bound="memory" if I < lo else "compute" if I > hi else "ridge",
+                 time_share=r["time_s"] / total, flop_share=flops / flops_all,
+                 working_set_bytes=ws[op], level=level,
+                 level_ceiling_gflops=min(pi, level_beta * I),
+                 level_bound="memory" if I < pi / level_beta else "compute")
         r["pct_of_attainable"] = 100 * r["gflops"] / r["attainable_gflops"]
+        r["pct_of_level_ceiling"] = 100 * r["gflops"] / r["level_ceiling_gflops"]
     return row
 
 
+LEVEL_MARKERS = {"L1d": "o", "L2": "o", "L3": "s", "DRAM": "^"}
+
+
 def plot_roofline(res):
-    """Every op at every T as (intensity, GFLOPS) on the machine's roofline, Phase 1's axes."""
+    """Every op at every T as (intensity, GFLOPS) on the machine's roofline, Phase 1's axes: the
+    DRAM roof (beta) and pi in black, each cache level's copy roof fainter, each point shaped by
+    the level its working set lives in. Every label sits in the legend, beside the axes, so that
+    no label can cover a point or another label."""
     c = res["ceilings"]
     beta, pi = c["beta_peak_GBps"], c["pi_peak_GFLOPS"]
-    ridge = pi / beta
+    ridge, (r_lo, r_hi) = pi / beta, c.get("ridge_range", [pi / beta] * 2)
     X_MIN, X_MAX = 0.01, 100.0
-    fig, ax = new_figure(figsize=(11, 6.6))
+    fig, ax = new_figure(figsize=(12, 6.6))
     xs = np.logspace(math.log10(X_MIN), math.log10(X_MAX), 400)
-    src = {"measured": "measured here", "phase1": "Phase 1", "cli": "--roofline"}[c["source"]]
+    src = {"measured": f"median of {c.get('repeats', 1)} repeats", "phase1": "Phase 1",
+           "cli": "--roofline"}[c["source"]]
+    lo, hi = c.get("beta_peak_range", [beta, beta])
     ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
-            label=f"roofline: beta = {beta:.1f} GB/s DRAM copy ({src}), pi = {pi:.0f} GFLOPS")
-    for key, name, ls in (("beta_l3_GBps", "LLC-resident copy", "--"),
-                          ("beta_dram_1thread_GBps", "DRAM copy, 1 thread", ":")):
-        if c.get(key):
-            ax.plot(xs, np.minimum(pi, c[key] * xs), color="0.55", lw=1, ls=ls,
-                    label=f"{name}: {c[key]:.1f} GB/s (measured here)")
-    ax.axvline(ridge, color="0.8", lw=0.8, zorder=0)
-    ax.annotate(f"ridge\n{ridge:.2f} FLOP/B", (ridge, 0.1), xytext=(4, 4),
-                textcoords="offset points", fontsize=8, color="0.3")
-    # Reference kernels measured for the ceilings (grey), clamped to the edge when off scale.
-    n_off = 0
-    for k in c.get("reference_kernels", []):
+            label=f"roofline: beta = {beta:.1f} GB/s DRAM copy ({src}; {lo:.1f}-{hi:.1f}),\n"
+                  f"pi = {pi:.0f} GFLOPS")
+    if hi > lo:
+        ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs), color="0.85",
+                        lw=0, zorder=0, label="beta's interval over the repeats")
+    styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
+    for name, lv in c.get("levels", {}).items():
+        if name == "DRAM" or not lv.get("GBps"):
+            continue
+        overhead = lv["bytes"] < 256 << 10 and lv["GBps"] < max(
+            (v["GBps"] for n, v in c["levels"].items() if n != name and v.get("GBps")), default=0)
+        ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.6", lw=1, ls=next(styles),
+                label=f"{name} copy, {lv['bytes'] >> 10} KiB: {lv['GBps']:.0f} GB/s"
+                      + (" (numpy call-overhead bound)" if overhead else ""))
+    ax.axvspan(r_lo, r_hi, color="0.92", zorder=0,
+               label=f"ridge {ridge:.2f} FLOP/B (interval {r_lo:.2f}-{r_hi:.2f}): ops inside are "
+                     "'near the ridge'")
+    ax.axvline(ridge, color="0.7", lw=0.8, zorder=0)
+    # Reference kernels measured with the ceilings (grey), clamped to the edge when off scale.
+    for k, m in zip(c.get("reference_kernels", []), ("P", "X", "D")):
         off = k["intensity"] > X_MAX
-        ax.scatter(min(k["intensity"], X_MAX), k["GFLOPS"], marker=">" if off else "o", s=30,
-                   color="0.6", zorder=3, clip_on=False)
-        ax.annotate(f"{k['name'].split('x')[0]}, I={k['intensity']:.0f} ->: {k['GFLOPS']:.0f}"
-                    if off else k["name"], (min(k["intensity"], X_MAX), k["GFLOPS"]),
-                    xytext=(-6, -6 - 9 * n_off) if off else (5, 3), textcoords="offset points",
-                    ha="right" if off else "left", va="bottom" if not off else "top", fontsize=7,
-                    color="0.45")
-        n_off += off
-    # The 20 points: colour by op, size by T, T written beside each (left or right by op, since
-    # qkv_proj/out_proj and scores/av share their intensities).
+        ax.scatter(min(k["intensity"], X_MAX), k["GFLOPS"], marker=m, s=40, color="0.55",
+                   zorder=3, clip_on=False,
+                   label=f"{k['name']}: I = {k['intensity']:.3g}, {k['GFLOPS']:.0f} GFLOPS"
+                         + (" (off scale: drawn at the edge)" if off else ""))
+    # The points: colour by op, size by T, shape by the memory level of the op's working set.
     Ts = [r["T"] for r in res["sweep"]]
-    side = {"qkv_proj": -1, "scores": -1, "softmax": 1, "av": 1, "out_proj": 1}
+    size = lambda T: 14 + 110 * Ts.index(T) / max(1, len(Ts) - 1)  # noqa: E731
     for op in OPS:
-        bounds = {r["T"]: r["ops"][op]["bound"] for r in res["sweep"]}
-        kinds = sorted(set(bounds.values()))
-        where = (f"{kinds[0]}-bound at every T" if len(kinds) == 1 else "memory-bound at T=" +
-                 ",".join(str(T) for T, b in bounds.items() if b == "memory"))
-        pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], r["T"]) for r in res["sweep"]]
+        pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], r["T"],
+                r["ops"][op].get("level", "DRAM")) for r in res["sweep"]]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[op], lw=0.8, alpha=0.5)
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=[18 + 60 * Ts.index(p[2]) for p in pts],
-                   color=COLORS[op], edgecolor="white", lw=0.6, zorder=4,
-                   label=f"{op} ({where})")
-        for j, (I, g, T) in enumerate(pts):
-            s = side[op] * (-1 if op == "softmax" and j % 2 else 1)  # softmax: one column of dots
-            ax.annotate(str(T), (I, g), xytext=(7 * s, -3), textcoords="offset points",
-                        fontsize=6.5, color=COLORS[op], ha="left" if s > 0 else "right")
+        bounds = [r["ops"][op]["bound"] for r in res["sweep"]]
+        where = (f"{bounds[0]}-bound at every T" if len(set(bounds)) == 1 else "; ".join(
+            f"{b} at T={','.join(str(T) for T, bb in zip(Ts, bounds) if bb == b)}"
+            for b in dict.fromkeys(bounds)))
+        for j, (I, g, T, level) in enumerate(pts):
+            ax.scatter(I, g, s=size(T), marker=LEVEL_MARKERS.get(level, "o"), color=COLORS[op],
+                       edgecolor="black", lw=0.5, zorder=4,
+                       label=f"{op} ({where.replace('ridge-bound', 'near the ridge')})"
+                       if j == 0 else None)
+    for T in Ts:  # the size key
+        ax.scatter([], [], s=size(T), color="0.5", label=f"T = {T}")
+    for level in dict.fromkeys(r["ops"][op].get("level", "DRAM") for r in res["sweep"] for op in OPS):
+        ax.scatter([], [], s=40, marker=LEVEL_MARKERS.get(level, "o"), facecolor="white",
+                   edgecolor="black", label=f"working set in {level}")
     # Phase 27 preview: the fused T^2 ops, measured, and where the same FLOPs could sit.
     pv = res["analysis"]["phase_27_preview"]
     m, f = pv["measured"], pv["without_materialising_A"]
-    ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=180, color="black", zorder=5,
-               label=f"scores+softmax+av fused, T={pv['T']} (measured)")
     fx = min(f["intensity"], X_MAX)
+    ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=180, color="black", zorder=5,
+               label=f"scores+softmax+av fused, T={pv['T']}: measured, I = {m['intensity']:.2f}")
     ax.scatter(fx, f["bound_GFLOPS"], marker="*", s=180, facecolor="none", edgecolor="black",
                zorder=5, clip_on=False,
-               label="same FLOPs without writing S, A: roofline bound, not a measurement")
+               label=f"Phase 27, A never written: {pv['bytes_reduction']:.0f}x fewer bytes, "
+                     f"I = {f['intensity']:.0f}{' (off scale)' if f['intensity'] > X_MAX else ''};"
+                     f"\nits roofline bound {f['bound_GFLOPS']:.0f} GFLOPS, not a measurement")
     ax.annotate("", (fx, f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "->", "ls": "--", "color": "black", "lw": 1})
-    ax.annotate(f"Phase 27 (A never written): same FLOPs, {pv['bytes_reduction']:.0f}x fewer bytes\n"
-                f"-> I = {f['intensity']:.0f} FLOP/B{' (off scale)' if f['intensity'] > X_MAX else ''},"
-                f" bound {f['bound_GFLOPS']:.0f} GFLOPS", (m["intensity"], m["GFLOPS"]),
-                xytext=(10, -10), textcoords="offset points", ha="left", va="top", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(X_MIN, X_MAX)
     ax.set_ylim(0.1, 1.5 * pi)
     ax.set_xlabel("arithmetic intensity (FLOP/byte, the lab's byte counts)")
     ax.set_ylabel("GFLOPS (FLOPs / time_s)")
-    ax.set_title("Attention ops on this machine's roofline (marker size: T = 64, 128, 256, 512)",
+    ax.set_title("Attention ops on this machine's roofline (size: T, shape: where the data lives)",
                  fontsize=11)
     ax.grid(True, which="major", color="0.92")
-    ax.legend(loc="upper left", fontsize=7.5, frameon=True, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.6, frameon=False,
+              borderaxespad=0, labelspacing=0.55)
     footer(fig, res)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return png_bytes(fig)
+    return fig
 
 
 # ----------------------------------------------------------------------------------------------
@@ -819,6 +943,20 @@ def threshold_T(d_k, I_crit, bytes_factor):
     if d_k <= bytes_factor * I_crit:
         return None
     return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
+
+
+LAB_LAPTOP_CACHES = {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20}  # i5-8250U, per the lab
+
+
+def lab_laptop_levels(Ts, d_model, n_heads):
+    """Where each op's working set would live on the lab's i5-8250U, and from which T the
+    softmax's no longer fits its 6 MiB L3 (4 (5 h T^2 + T^2) bytes > L3)."""
+    levels = {name: {"capacity_bytes": size} for name, size in LAB_LAPTOP_CACHES.items()}
+    per_T = {str(T): {op: level_of(ws, levels) for op, ws in
+                      working_set(T, d_model, n_heads).items()} for T in Ts}
+    return {"caches_bytes": LAB_LAPTOP_CACHES, "level_per_T": per_T,
+            "softmax_spills_past_T": math.sqrt(LAB_LAPTOP_CACHES["L3"] / (4 * (5 * n_heads + 1))),
+            "softmax_in_DRAM_at_T": [T for T in Ts if per_T[str(T)]["softmax"] == "DRAM"]}
 
 
 def analyse(rows, d_model, n_heads, ceilings, anatomy):
@@ -849,6 +987,10 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
         "dominant_op_per_T": {str(T): max(OPS, key=lambda op: share[T][op]) for T in by_T},
         "memory_bound_ops_per_T": {str(T): [op for op in OPS if r["ops"][op]["bound"] == "memory"]
                                    for T, r in by_T.items()},
+        "near_ridge_ops_per_T": {str(T): [op for op in OPS if r["ops"][op]["bound"] == "ridge"]
+                                 for T, r in by_T.items()},
+        "level_per_T": {str(T): {op: r["ops"][op]["level"] for op in OPS} for T, r in by_T.items()},
+        "on_lab_laptop": lab_laptop_levels(sorted(by_T), d_model, n_heads),
         "scores_av_threshold": {
             "I_crit": ridge, "d_k": d_k,
             "from_intensity_formula": {"T_threshold": formula, "asymptotic_intensity": d_k / 2,
@@ -890,7 +1032,11 @@ def analyse(rows, d_model, n_heads, ceilings, anatomy):
             "ratio_to_memory_ceiling": sm["gflops"] / (beta * sm["intensity"]),
             "ratio_to_1thread_dram_ceiling":
                 sm["gflops"] / (ceilings["beta_dram_1thread_GBps"] * sm["intensity"]),
-            "ratio_to_l3_ceiling": sm["gflops"] / (ceilings["beta_l3_GBps"] * sm["intensity"]),
+            "ratio_to_l3_ceiling": (sm["gflops"] / (ceilings["beta_l3_GBps"] * sm["intensity"])
+                                    if ceilings["beta_l3_GBps"] else None),
+            "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
+            "level_ceiling_GFLOPS": sm["level_ceiling_gflops"],
+            "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"],
         }
     return out
 
@@ -1001,15 +1147,6 @@ def machine_facts():
     }
 
 
-def llc_bytes(hardware):
-    """Size of the last-level cache in bytes (8 MiB if the OS does not say)."""
-    sizes = [c["size"] for name, c in hardware["caches"].items() if not name.endswith("i")]
-    if not sizes or not sizes[-1]:
-        return 8 << 20
-    s = sizes[-1]
-    return int(s[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[s[-1]] if s[-1] in "KMG" else int(s)
-
-
 def blas_info():
     pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
     return [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer",
@@ -1090,17 +1227,23 @@ def judge_conditions(before, after, own_cpu_s, load_before, workers, freq_start,
 def make_manifest(results, argv):
     cfg, hw, sm = results["config"], results["hardware"], results["analysis"]
     by_T = {r["T"]: r for r in results["sweep"]}
-    summary = dict.fromkeys(("softmax_GFLOPS_at_T_512", "softmax_pct_of_total_at_T_512",
-                             "scores_GFLOPS_at_T_512", "phase_27_motivation_pct_memory"))
+    names = ("softmax_GFLOPS_at_T_512", "softmax_pct_of_total_at_T_512", "scores_GFLOPS_at_T_512",
+             "phase_27_motivation_pct_memory")
+    summary, ranges = dict.fromkeys(names), dict.fromkeys(names)
     if 512 in by_T:
         ops = by_T[512]["ops"]
-        summary = {
-            "softmax_GFLOPS_at_T_512": ops["softmax"]["gflops"],
-            "softmax_pct_of_total_at_T_512": 100 * ops["softmax"]["time_share"],
-            "scores_GFLOPS_at_T_512": ops["scores"]["gflops"],
-            "phase_27_motivation_pct_memory":
-                100 * sum(ops[op]["time_share"] for op in OPS if ops[op]["bound"] == "memory"),
-        }
+        memory = [op for op in OPS if ops[op]["level_bound"] == "memory"]
+
+        def figures(t):  # the four figures from one set of per-op times
+            return dict(zip(names, (
+                ops["softmax"]["flops"] / t["softmax"] / 1e9,
+                100 * t["softmax"] / sum(t[op] for op in OPS),
+                ops["scores"]["flops"] / t["scores"] / 1e9,
+                100 * sum(t[op] for op in memory) / sum(t[op] for op in OPS))))
+        summary = figures({op: ops[op]["time_s"] for op in OPS})
+        per_worker = [figures({op: ops[op]["worker_times"][i] for op in OPS})
+                      for i in range(len(ops["total"]["worker_times"]))]
+        ranges = {n: [min(f[n] for f in per_worker), max(f[n] for f in per_worker)] for n in names}
     return {
         "experiment": "15-attention-perf",
         "date": results["date"],
@@ -1114,10 +1257,14 @@ def make_manifest(results, argv):
                    "heap": results["heap"]["mode"]},
         "hardware": hw,
         "results_summary": summary,
+        "results_summary_ranges": ranges,
         "results_summary_definitions": {
             "phase_27_motivation_pct_memory":
                 "percent of the T=512 forward's time (sum of the five ops' time_s) spent in ops "
-                "whose lab intensity is below the ridge pi/beta (memory-bound on this roofline)",
+                "that are memory-bound against the ceiling of the memory level their working set "
+                "fits in (cache-aware: a class that does not flip with DRAM bandwidth noise)",
+            "ranges": "results_summary_ranges: [min, max] of each figure over the worker "
+                      "processes, each from its own time_s",
             "softmax_pct_of_total_at_T_512":
                 "softmax time_s / sum of the five ops' time_s at T=512, percent",
             "time_s": "the 25th percentile of all samples of an op: what the code costs when the "
@@ -1273,7 +1420,7 @@ def plot_compare(rows, Ts, a_name, b_name):
                  "runs' worker headlines); outlined dot: a real difference", fontsize=9)
     ax.grid(True, axis="x", which="both", color="0.93")
     fig.tight_layout()
-    return png_bytes(fig, dpi=100)
+    return fig
 
 
 def compare(arg_a, arg_b, out):
@@ -1293,7 +1440,8 @@ def compare(arg_a, arg_b, out):
                             "both runs' max/min of worker time_s); null: a run has no spread",
               "rows": rows, "story": compare_story(a, b, Ts)}
     files = {"compare.json": to_json(result),
-             "compare.png": plot_compare(rows, Ts, pa.parent.name or str(pa), pb.parent.name or str(pb))}
+             "compare.png": png_bytes(plot_compare(rows, Ts, pa.parent.name or str(pa),
+                                                   pb.parent.name or str(pb)), dpi=100)}
     out = out or pb.parent
     check_writable(out)
     write_atomically(out, files)
@@ -1349,7 +1497,8 @@ def write_atomically(out_dir, files):
 
 
 def render_plots(results):
-    return {"perf.png": plot_perf(results), "roofline.png": plot_roofline(results)}
+    return {"perf.png": png_bytes(plot_perf(results)),
+            "roofline.png": png_bytes(plot_roofline(results))}
 
 
 def load_results(path):
@@ -1477,21 +1626,41 @@ def given_ceilings(args):
 
 
 def choose_ceilings(given, measured):
-    """The beta and pi the roofline uses, beside everything measured for the plot."""
+    """The beta and pi the roofline uses, with their intervals, beside everything measured."""
     if given is None:
-        # All threads can copy at least as fast as one: a lower all-threads figure is noise.
-        given = {"beta_peak_GBps": max(measured["beta_dram_all_threads_GBps"],
-                                       measured["beta_dram_1thread_GBps"]),
+        given = {"beta_peak_GBps": measured["beta_dram_GBps"],
                  "pi_peak_GFLOPS": measured["pi_matmul_GFLOPS"],
+                 "beta_peak_range": measured["beta_range_GBps"],
+                 "pi_peak_range": measured["pi_range_GFLOPS"],
                  "source": "measured", "depends_on": None}
-    return {**given, **measured}
+    else:  # Phase 1 gives one number each: no interval known
+        given = {**given, "beta_peak_range": [given["beta_peak_GBps"]] * 2,
+                 "pi_peak_range": [given["pi_peak_GFLOPS"]] * 2}
+    c = {**measured, **given}
+    c["ridge_range"] = [c["pi_peak_range"][0] / c["beta_peak_range"][1],
+                        c["pi_peak_range"][1] / c["beta_peak_range"][0]]
+    return c
 
 
 SPREAD_LIMIT = 1.25  # max/min of the worker medians above which an op is flagged unstable
 
 
+def run_memory_bytes(Ts, n_heads, dram_copy_bytes):
+    """What a run needs at its peak: one worker at a time holds the largest forward's temporaries
+    (about four (h, T, T) fp32 arrays at once, kept by the warm heap) and every T's mask, then the
+    DRAM copy's two buffers; plus two interpreters with numpy (the parent and that worker)."""
+    T = max(Ts)
+    return 16 * n_heads * T * T + 4 * sum(t * t for t in Ts) + dram_copy_bytes + (300 << 20)
+
+
 def run(args):
     hardware = machine_facts()
+    need = run_memory_bytes(args.T, args.n_heads, copy_levels(hardware, args.quick)["DRAM"]["bytes"])
+    available = psutil.virtual_memory().available
+    if need > available:  # refused before anything is measured, not killed mid-run
+        raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
+                         f"{available / 2**30:.1f} GiB are available")
+    hardware["run_memory_estimate_MiB"] = need / 2**20
     given = given_ceilings(args)
     limit, why = blas_threads_plan(args, hardware)
     with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
@@ -1533,21 +1702,20 @@ def measure_run(args, hardware, given, limit, why):
                      "one_thread_rounds": []}, args.in_process, timeout)
     progress(f"default heap: done, {default_repeats} samples per T",
              len(args.T) * default_repeats * args.min_time)
-    heap = keep_heap()
-    # Calibrated once, here: every worker then does the same work per sample (pyperf's rule).
-    mha = init_mha(args.d_model, args.n_heads, args.seed)
-    loops = {}
-    for T in args.T:
-        x, mask = make_input(T, mha, args.seed), causal_mask(T)
-        attention_forward(x, mha, mask)
-        loops[str(T)] = calibrate(lambda: attention_forward_timed(x, mha, mask), args.min_time)
-    warm = []
+    heap = keep_heap() if args.in_process else None
+    spec = {"levels": copy_levels(hardware, args.quick), "threads": hardware["logical_cpus"],
+            "reps": 2 if args.quick else 3, "matmul": (256, 512) if args.quick else (1024, 2048)}
+    # The first worker calibrates the forwards per sample; every later worker gets the same loops
+    # (pyperf's rule: all do the same work), and the parent never holds the big arrays.
+    warm, loops = [], None
     for i in range(k):
         progress(f"worker {i + 1}/{k} started: {rounds} rounds over T={args.T}")
         warm.append(run_task({**base, "label": f"{i + 1}/{k}", "heap": "warm", "loops": loops,
                               "rounds": rounds, "interleave": True, "pairs": True,
-                              "one_thread_rounds": one_thread_rounds}, args.in_process, timeout))
-        progress(f"worker {i + 1}/{k} done", worker_work)
+                              "one_thread_rounds": one_thread_rounds, "ceilings": spec},
+                             args.in_process, timeout))
+        loops = {str(T): warm[0]["samples"][str(T)]["n"] for T in args.T}
+        progress(f"worker {i + 1}/{k} done", worker_work + ceilings_budget / k)
     after = cpu_times()
     own_cpu = own_cpu_seconds() - own0
     if os.name == "nt" and not args.in_process:  # Windows does not count children's CPU time
@@ -1556,16 +1724,15 @@ def measure_run(args, hardware, given, limit, why):
     rows = [profile_row(T, merged[T], args.min_time) for T in args.T]
     default_rows = [profile_row(T, m, args.min_time) for T, m in merge([dflt], args.T).items()]
     windows = [w for r in rows if (w := threading_windows(r["T"], merged[r["T"]], r))]
+    mha = init_mha(args.d_model, args.n_heads, args.seed)
     anatomy = softmax_anatomy(512 if 512 in args.T else max(args.T), mha, args.seed,
                               args.min_time, anatomy_repeats)
     progress("softmax anatomy done", 6 * anatomy_repeats * args.min_time)
-    ceilings = choose_ceilings(given, measure_ceilings(args.quick, llc_bytes(hardware),
-                                                      hardware["logical_cpus"]))
-    progress(f"ceilings ({ceilings['source']}): beta {ceilings['beta_peak_GBps']:.1f} GB/s, "
-             f"pi {ceilings['pi_peak_GFLOPS']:.1f} GFLOPS", ceilings_budget)
+    ceilings = choose_ceilings(given, combine_ceilings([w["ceilings"] for w in warm], spec))
+    progress(f"ceilings ({ceilings['source']}, median of {k} repeats): beta "
+             f"{ceilings['beta_peak_GBps']:.1f} GB/s, pi {ceilings['pi_peak_GFLOPS']:.1f} GFLOPS")
     for r in rows + default_rows:
-        place_on_roofline(r, args.d_model, args.n_heads, ceilings["beta_peak_GBps"],
-                          ceilings["pi_peak_GFLOPS"])
+        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     for r in rows:
         for key in KEYS:
             o = r["ops"][key]
@@ -1600,7 +1767,9 @@ def measure_run(args, hardware, given, limit, why):
         "heap": warm[0].get("heap", heap),
         "conditions": conditions,
         "workers": [{"pid": w["pid"], "started": w["started"], "ended": w["ended"],
-                     "cpu_s": w["cpu_s"]} for w in warm],
+                     "cpu_s": w["cpu_s"], "peak_rss_MiB": w["peak_rss_MiB"]} for w in [dflt] + warm],
+        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker":
+                            max((w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
         "ceilings": ceilings,
         "sweep": rows,
         "sweep_default_heap": default_rows,
