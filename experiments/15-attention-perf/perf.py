@@ -336,7 +336,7 @@ def measure(task):
                 for k in KEYS:
                     out[k].append(math.fsum(run[k] for run in runs) / n)
                 if task["pairs"]:
-                    m = max(1, n // 8)
+                    m = max(1, n // 16)
                     timed = lambda: batch_seconds(lambda: attention_forward_timed(x, mha, mask), m)  # noqa: E731
                     plain = lambda: batch_seconds(lambda: attention_forward(x, mha, mask), m)  # noqa: E731
                     a, b = (timed(), plain()) if r % 2 else (plain(), timed())[::-1]
@@ -684,13 +684,11 @@ def unclutter(fig, labels):
 # ----------------------------------------------------------------------------------------------
 # Block D: the roofline's ceilings, measured here by Phase 1's method unless Phase 1 gives them.
 
-def copy_GBps(nbytes, threads, reps):
-    """Phase 1's bandwidth kernel: np.copyto of one fp32 buffer of nbytes into another, 2 nbytes
-    moved per copy (read once, written once). With threads > 1 each thread copies one slice:
-    numpy releases the GIL. Best of `reps` batches of >= 10 ms."""
-    N = nbytes // 4
-    src = np.ones(N, dtype=np.float32)
-    dst = np.zeros_like(src)
+def copy_GBps(src, dst, threads, reps):
+    """Phase 1's bandwidth kernel: np.copyto of one fp32 buffer into another, 8 N bytes per copy
+    of N floats (read once, written once). With threads > 1 each thread copies one slice: numpy
+    releases the GIL. Best of `reps` batches of >= 10 ms."""
+    N = src.size
     parts = [slice(i * N // threads, (i + 1) * N // threads) for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
         def copy():
@@ -707,7 +705,7 @@ def copy_GBps(nbytes, threads, reps):
 def matmul_GFLOPS(n, reps):
     """Large fp32 matmul through numpy's BLAS: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6)."""
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
     a @ b
     best = min(batch_seconds(lambda: a @ b, 1) for _ in range(reps))
     return 2 * n**3 / best / 1e9
@@ -739,7 +737,7 @@ def copy_levels(hardware, quick):
               for name, size in sorted(caches.items())}
     llc = max(caches.values(), default=8 << 20)
     levels["DRAM"] = {"capacity_bytes": None,
-                      "bytes": 2 * (32 << 20 if quick else max(128 << 20, 4 * llc))}
+                      "bytes": 32 << 20 if quick else max(128 << 20, 4 * llc)}
     return levels
 
 
@@ -747,9 +745,16 @@ def measure_ceilings(spec):
     """One repeat of every ceiling, taken by a worker after its samples: spread over the workers,
     the repeats spread over the run and share its time window (ERT's median over many trials,
     not one lucky best)."""
-    copies = {name: {"1": copy_GBps(lv["bytes"] // 2, 1, spec["reps"]),
-                     "all": copy_GBps(lv["bytes"] // 2, spec["threads"], spec["reps"])
-                     if spec["threads"] > 1 else None} for name, lv in spec["levels"].items()}
+    copies = {}
+    for name, lv in spec["levels"].items():
+        src = np.ones(lv["bytes"] // 8, dtype=np.float32)  # two buffers of half the working set
+        dst = np.ones_like(src)
+        # A private cache (L1, L2) is one core's: only the shared levels are copied by all.
+        shared = lv["capacity_bytes"] is None or name.startswith("L3")
+        copies[name] = {"1": copy_GBps(src, dst, 1, spec["reps"]),
+                        "all": copy_GBps(src, dst, spec["threads"], spec["reps"])
+                        if spec["threads"] > 1 and shared else None}
+        del src, dst
     return {"copy": copies, "dot": dot_GFLOPS(10**6, spec["reps"]),
             "matmul": {str(n): matmul_GFLOPS(n, spec["reps"]) for n in spec["matmul"]}}
 
@@ -1672,8 +1677,8 @@ def measure_run(args, hardware, given, limit, why):
     threads = blas[0]["num_threads"] if blas else None
     k, rounds = args.workers, math.ceil(args.repeats / args.workers)
     default_repeats = max(3, min(10, args.repeats))
-    one_thread_rounds = list(range(rounds // 4, rounds, 5)) if threads and threads > 1 else []
-    anatomy_repeats = max(3, args.repeats // 20)
+    one_thread_rounds = list(range(rounds // 4, rounds, 10)) if threads and threads > 1 else []
+    anatomy_repeats = max(3, args.repeats // 30)
     ceilings_budget = 0.5 if args.quick else 2.0
     worker_work = rounds * len(args.T) * args.min_time * 1.25 + \
         len(one_thread_rounds) * len(args.T) * args.min_time
@@ -1704,7 +1709,7 @@ def measure_run(args, hardware, given, limit, why):
              len(args.T) * default_repeats * args.min_time)
     heap = keep_heap() if args.in_process else None
     spec = {"levels": copy_levels(hardware, args.quick), "threads": hardware["logical_cpus"],
-            "reps": 2 if args.quick else 3, "matmul": (256, 512) if args.quick else (1024, 2048)}
+            "reps": 2, "matmul": (256, 512) if args.quick else (1024, 2048)}
     # The first worker calibrates the forwards per sample; every later worker gets the same loops
     # (pyperf's rule: all do the same work), and the parent never holds the big arrays.
     warm, loops = [], None
