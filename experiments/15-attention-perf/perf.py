@@ -9,15 +9,18 @@ places every op on this machine's roofline and writes, beside this script:
     roofline.png   each op on the roofline (Block D)
 
 Run:    OMP_NUM_THREADS=4 python perf.py          (the lab's laptop: 4 real cores)
-        python perf.py --threads 2 --out DIR      (limit BLAS threads, write elsewhere)
+        python perf.py --threads 2 --out DIR      (BLAS threads, write elsewhere)
         python perf.py --quick                    (a few seconds, tiny protocol: smoke test only)
         python perf.py --replot                   (redraw both PNGs from results.json)
+        python perf.py --compare A B              (B against the baseline A: compare.json/.png)
 
 The code under measurement is deliberately naive (the lab forbids tuning it: that is Phase 27).
-The measurement is not: warm runs, calibrated samples of >= --min-time each, medians of many
-samples, instrumentation overhead checked against an untimed forward, page faults counted, and
-roofline ceilings measured on this machine unless Phase 1's manifest provides them.
-The script reads top to bottom in the order of the lab's Blocks A to F.
+The measurement is not: warm runs, calibrated samples of >= --min-time each, taken by several
+fresh worker processes (this script re-run as `perf.py --worker`) in rounds that interleave the
+T values, instrumentation overhead checked against untimed forwards, page faults counted, the
+run conditions judged, and roofline ceilings per memory level measured in the same time window
+unless Phase 1's manifest provides them. The script reads top to bottom in the order of the
+lab's Blocks A to F; the comparison of two runs and the command line come last.
 """
 
 import argparse
@@ -462,29 +465,30 @@ def profile_row(T, m, min_time):
 
 
 def threading_windows(T, m, row):
-    """The one-thread samples against the two-thread sample taken just before, in the same
-    window: is a slow window slow for BLAS threading only? None without one-thread samples."""
-    pairs = [(p["one_thread"], p["one_thread_after"], p) for p in m["parts"]]
+    """The one-thread samples against the two-thread sample taken just before, in the same time
+    window. A window is slow for two threads when their scores + av exceed SLOW x its time_s, slow
+    for one thread when the one-thread scores + av exceed SLOW x their own 25th percentile:
+    slow for both is the machine as a whole; slow for two threads only is BLAS threading.
+    None without one-thread samples."""
     quad = ("scores", "av")
-    base = sum(row["ops"][op]["time_s"] for op in quad)
-    fast, slow = [], []
-    for one, after, p in pairs:
-        for j, i in enumerate(after):
-            two_t = sum(p[op][i] for op in quad)
-            one_t = sum(one[op][j] for op in quad)
-            (slow if two_t > SLOW * base else fast).append((two_t, one_t))
-    if not fast and not slow:
+    pairs = [(sum(p[op][i] for op in quad), sum(p["one_thread"][op][j] for op in quad))
+             for p in m["parts"] for j, i in enumerate(p["one_thread_after"])]
+    if not pairs:
         return None
-    med = lambda xs, f: float(np.median([f(a, b) for a, b in xs])) if xs else None  # noqa: E731
+    two_base = sum(row["ops"][op]["time_s"] for op in quad)
+    one_base = float(np.percentile([b for _, b in pairs], 25))
+    kind = lambda a, b: ("both" if b > SLOW * one_base else "two_threads_only") \
+        if a > SLOW * two_base else ("one_thread_only" if b > SLOW * one_base else "neither")  # noqa: E731
+    kinds = [kind(a, b) for a, b in pairs]
+    ratio = lambda sel: (float(np.median([a / b for (a, b), k in zip(pairs, kinds) if k in sel]))  # noqa: E731
+                         if any(k in sel for k in kinds) else None)
     return {
-        "T": T, "windows": len(fast) + len(slow), "slow_windows": len(slow),
-        "slow_window_rule": f"two-thread scores+av > {SLOW} x its time_s",
-        "two_over_one_thread_fast": med(fast, lambda a, b: a / b),
-        "two_over_one_thread_slow": med(slow, lambda a, b: a / b),
-        "one_thread_slow_over_fast": (med(slow, lambda a, b: b) / med(fast, lambda a, b: b)
-                                      if fast and slow else None),
-        "two_thread_slow_over_fast": (med(slow, lambda a, b: a) / med(fast, lambda a, b: a)
-                                      if fast and slow else None),
+        "T": T, "windows": len(pairs), **{k: kinds.count(k) for k in
+                                          ("neither", "both", "two_threads_only", "one_thread_only")},
+        "rule": f"slow: scores+av > {SLOW} x time_s (two threads) or x p25 (one thread)",
+        "two_over_one_thread_fast": ratio({"neither"}),
+        "two_over_one_thread_machine_slow": ratio({"both"}),
+        "two_over_one_thread_threading_slow": ratio({"two_threads_only"}),
         "one_thread_ops": {k: float(np.median(sum((p["one_thread"][k] for p in m["parts"]), [])))
                            for k in KEYS},
     }
@@ -1779,7 +1783,10 @@ def measure_run(args, hardware, given, limit, why):
         "sweep": rows,
         "sweep_default_heap": default_rows,
         "analysis": {**analyse(rows, args.d_model, args.n_heads, ceilings, anatomy),
-                     "threading_windows": windows},
+                     "threading_windows": windows,
+                     "threading_window_counts": {
+                         k: sum(w[k] for w in windows) for k in
+                         ("windows", "neither", "both", "two_threads_only", "one_thread_only")}},
     }
 
 
