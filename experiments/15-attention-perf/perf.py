@@ -303,9 +303,11 @@ def median_ci95(a):
 def measure(task):
     """One worker's share of the sweep: `rounds` rounds, each one sample of every T.
 
-    A sample runs attention_forward_timed n times (n calibrated by the parent so that a sample is
-    >= min_time) and stores, per op, the sum over the n forwards / n. The T order rotates from
-    round to round, so a slow episode of the machine lands on every T alike. After each sample, a
+    A sample runs attention_forward_timed n times (n calibrated, by the first worker, so that a
+    sample is >= min_time) and stores, per op, the sum over the n forwards / n. The T order
+    rotates from round to round, so a slow episode of the machine lands on every T alike; without
+    `interleave` (the default-heap worker) each T is warmed up, calibrated and sampled in turn, T
+    ascending, as a process that has freed nothing larger would see it. After each sample, a
     pair of short batches, timed and untimed forwards in alternating order, measures what the six
     timers cost. In `one_thread_rounds` the same sample is repeated at once with one BLAS thread:
     the same time window with and without BLAS threading.
@@ -313,12 +315,21 @@ def measure(task):
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
     Ts = task["T"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
-    for x, mask in inputs.values():
-        attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS thread start-up
-    loops = {T: task["loops"][str(T)] if task["loops"] else
-             calibrate(lambda: attention_forward_timed(x, mha, mask), task["min_time"])
-             for T, (x, mask) in inputs.items()}
-    res = {str(T): {"n": loops[T], **{k: [] for k in KEYS}, "wall": [], "pairs": [],
+    loops = {}
+
+    def prepare(T):  # warm-up (first-touch faults, BLAS threads), then the forwards per sample
+        x, mask = inputs[T]
+        attention_forward(x, mha, mask)
+        loops[T] = task["loops"][str(T)] if task["loops"] else \
+            calibrate(lambda: attention_forward_timed(x, mha, mask), task["min_time"])
+    if task["interleave"]:
+        for T in Ts:
+            prepare(T)
+        schedule = [(r, T) for r in range(task["rounds"])
+                    for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]]
+    else:
+        schedule = [(r, T) for T in Ts for r in range(task["rounds"])]
+    res = {str(T): {**{k: [] for k in KEYS}, "wall": [], "pairs": [],
                     "one_thread": {k: [] for k in KEYS}, "one_thread_after": []} for T in Ts}
     faults = dict.fromkeys(Ts, 0)
     proc = psutil.Process()
@@ -326,35 +337,37 @@ def measure(task):
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        for r in range(task["rounds"]):
-            for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)] if task["interleave"] else Ts:
-                x, mask, n, out = *inputs[T], loops[T], res[str(T)]
-                f0 = page_faults()
-                w0 = time.perf_counter_ns()
-                runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
-                w1 = time.perf_counter_ns()
-                if f0 is not None:
-                    faults[T] += page_faults() - f0
-                out["wall"].append((w1 - w0) * 1e-9 / n)
+        for r, T in schedule:
+            if T not in loops:
+                prepare(T)
+            x, mask, n, out = *inputs[T], loops[T], res[str(T)]
+            f0 = page_faults()
+            w0 = time.perf_counter_ns()
+            runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
+            w1 = time.perf_counter_ns()
+            if f0 is not None:
+                faults[T] += page_faults() - f0
+            out["wall"].append((w1 - w0) * 1e-9 / n)
+            for k in KEYS:
+                out[k].append(math.fsum(run[k] for run in runs) / n)
+            if task["pairs"]:
+                m = max(1, n // 16)
+                timed = lambda: batch_seconds(lambda: attention_forward_timed(x, mha, mask), m)  # noqa: E731
+                plain = lambda: batch_seconds(lambda: attention_forward(x, mha, mask), m)  # noqa: E731
+                a, b = (timed(), plain()) if r % 2 else (plain(), timed())[::-1]
+                out["pairs"].append(a / b)
+            if r in task["one_thread_rounds"]:
+                with threadpool_limits(1, user_api="blas"):
+                    runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
                 for k in KEYS:
-                    out[k].append(math.fsum(run[k] for run in runs) / n)
-                if task["pairs"]:
-                    m = max(1, n // 16)
-                    timed = lambda: batch_seconds(lambda: attention_forward_timed(x, mha, mask), m)  # noqa: E731
-                    plain = lambda: batch_seconds(lambda: attention_forward(x, mha, mask), m)  # noqa: E731
-                    a, b = (timed(), plain()) if r % 2 else (plain(), timed())[::-1]
-                    out["pairs"].append(a / b)
-                if r in task["one_thread_rounds"]:
-                    with threadpool_limits(1, user_api="blas"):
-                        runs = [attention_forward_timed(x, mha, mask) for _ in range(n)]
-                    for k in KEYS:
-                        out["one_thread"][k].append(math.fsum(run[k] for run in runs) / n)
-                    out["one_thread_after"].append(len(out["wall"]) - 1)
+                    out["one_thread"][k].append(math.fsum(run[k] for run in runs) / n)
+                out["one_thread_after"].append(len(out["wall"]) - 1)
     finally:
         if gc_was_on:
             gc.enable()
     samples = task["rounds"] * len(Ts)
     for T in Ts:
+        res[str(T)]["n"] = loops[T]
         res[str(T)]["faults_per_forward"] = (None if page_faults() is None else
                                              faults[T] / (task["rounds"] * loops[T]))
     ceilings = measure_ceilings(task["ceilings"]) if task.get("ceilings") else None
