@@ -15,7 +15,8 @@ DOCS = [ROOT / "README.md", ROOT / "PHASE_15_REPORT.md", EXP / "README.md",
         ROOT / "solutions" / "03-attention-perf-ref.md",
         ROOT / "learners" / "borja" / "phase-15" / "reflections.md"]
 KEY_HEADER = "| figure | value | file | key | scale |"
-PER_T_HEADER = "| T | op | time_s (ms) | share of forward (%) | GFLOPS | intensity (FLOP/B) | bound |"
+PER_T_HEADER = ("| T | op | time_s (ms) | share of forward (%) | GFLOPS | intensity (FLOP/B) | bound "
+                "| level | % of level roof |")
 
 
 def load(name):
@@ -85,13 +86,14 @@ def test_per_T_table_matches_results_json():
     rows = table((EXP / "README.md").read_text(), PER_T_HEADER)
     res = load("results.json")
     assert len(rows) == 20
-    for T, op, ms, share, gflops, intensity, bound in rows:
+    for T, op, ms, share, gflops, intensity, bound, level, pct in rows:
         o = lookup(res, f"sweep[T={T}].ops.{op}")
         assert ms == fmt_like(o["time_s"], ms, 1e3), (T, op)
         assert share == fmt_like(o["time_share"], share, 100), (T, op)
         assert gflops == fmt_like(o["gflops"], gflops), (T, op)
         assert intensity == fmt_like(o["intensity"], intensity), (T, op)
-        assert bound == o["bound"], (T, op)
+        assert (bound, level) == (o["bound"], o["level"]), (T, op)
+        assert pct == fmt_like(o["pct_of_level_ceiling"], pct), (T, op)
 
 
 def quoted_numbers(text):

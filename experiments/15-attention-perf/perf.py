@@ -1797,6 +1797,8 @@ def measure_run(args, hardware, given, limit, why):
         "sweep_default_heap": default_rows,
         "analysis": {**analyse(rows, args.d_model, args.n_heads, ceilings, anatomy),
                      "threading_windows": windows,
+                     "unstable": [f"T={r['T']} {key}" for r in rows for key in KEYS
+                                  if r["ops"][key]["unstable"]],
                      "threading_window_counts": {
                          k: sum(w[k] for w in windows) for k in
                          ("windows", "neither", "both", "two_threads_only", "one_thread_only")}},
