@@ -45,7 +45,7 @@ def assert_no_collisions(fig):
 def six_T(tmp_path_factory):
     out = tmp_path_factory.mktemp("sixT")
     proc = run_perf("--quick", "--T", "64", "128", "256", "512", "1024", "2048",
-                    "--out", str(out))
+                    "--repeats", "2", "--workers", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return json.loads((out / "results.json").read_text())
 
