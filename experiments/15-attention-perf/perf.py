@@ -1334,10 +1334,19 @@ def headline(o):
     return o.get("time_s", o["median_s"])
 
 
+def noise(o):
+    """A run's own noise on one op: how far its fresh processes disagree on the headline, the
+    max/min of the workers' time_s; with five or more workers the second highest over the second
+    lowest, so that one worker caught in a slow episode does not blind the comparison."""
+    ws = sorted(o.get("worker_times") or [])
+    if len(ws) >= 5:
+        return ws[-2] / ws[1]
+    return ws[-1] / ws[0] if ws else o.get("worker_time_spread")
+
+
 def compare_rows(a, b, Ts):
     """Per op per T: both headlines, B/A, the change in share, and the verdict. A difference
-    counts only if it is larger than both runs' own noise: the max/min of their workers' headline
-    times, the disagreement between fresh processes of the same run (at least NOISE_FLOOR)."""
+    counts only if it is larger than both runs' own noise (at least NOISE_FLOOR)."""
     by = lambda res: {r["T"]: r for r in res["sweep"]}  # noqa: E731
     ra, rb = by(a), by(b)
     rows = []
@@ -1345,7 +1354,7 @@ def compare_rows(a, b, Ts):
         for op in OPS:
             oa, ob = ra[T]["ops"][op], rb[T]["ops"][op]
             ratio = headline(ob) / headline(oa)
-            spreads = [o.get("worker_time_spread") for o in (oa, ob)]
+            spreads = [noise(o) for o in (oa, ob)]
             band = None if None in spreads else max(NOISE_FLOOR, *spreads)
             verdict = (None if band is None else "slower" if ratio > band else
                        "faster" if ratio < 1 / band else "same")
@@ -1381,12 +1390,13 @@ def compare_story(a, b, Ts):
             ("one run was written before run conditions were recorded"
              if "not recorded" in (cond(a), cond(b)) else None)
         line(fact, get(a), get(b), why=why)
+    speed = lambda r: f"{1 / r:.1f}x slower" if r < 1 else f"{r:.1f}x faster"  # noqa: E731
     line("beta (GB/s)", ca["beta_peak_GBps"], cb["beta_peak_GBps"], abs(beta_ratio - 1) > 0.1,
          f"beta is {beta_ratio:.2f}x in B, so memory-bound ops are expected about "
-         f"{1 / beta_ratio:.1f}x {'slower' if beta_ratio < 1 else 'faster'} there")
+         f"{speed(beta_ratio)} there")
     line("pi (GFLOPS)", ca["pi_peak_GFLOPS"], cb["pi_peak_GFLOPS"], abs(pi_ratio - 1) > 0.1,
          f"pi is {pi_ratio:.2f}x in B, so compute-bound ops are expected about "
-         f"{1 / pi_ratio:.1f}x {'slower' if pi_ratio < 1 else 'faster'} there")
+         f"{speed(pi_ratio)} there")
     line("ridge (FLOP/byte)", ridge(ca), ridge(cb), abs(ridge(cb) / ridge(ca) - 1) > 0.1,
          "the ridge moves with pi/beta: ops near it change class")
     for T in Ts:
@@ -1399,10 +1409,12 @@ def compare_story(a, b, Ts):
              f"{db} takes {headline(rb[db]) / headline(ra[db]):.2f}x its time in A, "
              f"{da} {headline(rb[da]) / headline(ra[da]):.2f}x")
     for op in OPS:
-        mem = lambda res: [r["T"] for r in res["sweep"] if r["T"] in Ts  # noqa: E731
-                           and r["ops"][op]["bound"] == "memory"]
-        line(f"{op} memory-bound at T", mem(a), mem(b),
-             why=f"the ridge is {ridge(ca):.2f} FLOP/byte in A and {ridge(cb):.2f} in B")
+        cls = lambda res: " ".join(f"{r['T']}:{r['ops'][op]['bound']}"  # noqa: E731
+                                   for r in res["sweep"] if r["T"] in Ts)
+        line(f"{op}, class per T", cls(a), cls(b),
+             why="the ridge's interval is " + " in A and ".join(
+                 "{:.2f}-{:.2f}".format(*c.get("ridge_range", [ridge(c)] * 2)) for c in (ca, cb))
+             + " in B")
     for oa, ob in zip(a["analysis"]["expected_observations"], b["analysis"]["expected_observations"]):
         line(f"expected: {oa['claim']}", oa["held"], ob["held"])
     sa, sb = (r["analysis"].get("softmax_at_T_512") for r in (a, b))
@@ -1458,7 +1470,8 @@ def compare(arg_a, arg_b, out):
     result = {"a": str(pa), "b": str(pb), "T": Ts,
               "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)},
               "noise_rule": f"same unless B/A leaves [1/band, band], band = max({NOISE_FLOOR}, "
-                            "both runs' max/min of worker time_s); null: a run has no spread",
+                            "both runs' spread of worker time_s, second highest over second lowest "
+                            "from five workers on); null: a run has no spread",
               "rows": rows, "story": compare_story(a, b, Ts)}
     files = {"compare.json": to_json(result),
              "compare.png": png_bytes(plot_compare(rows, Ts, pa.parent.name or str(pa),
