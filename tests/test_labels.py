@@ -62,6 +62,9 @@ def awkward(res):
             o = r["ops"][op]
             o["gflops"] = o["attainable_gflops"]          # exactly on the roof
         r["ops"]["qkv_proj"]["intensity"] = 500.0         # off scale
+        rest = sum(r["ops"][op]["time_share"] for op in ("qkv_proj", "av", "out_proj"))
+        for op in ("qkv_proj", "av", "out_proj"):  # shares still add to 1
+            r["ops"][op]["time_share"] *= 0.25 / rest
         r["ops"]["softmax"]["time_share"], r["ops"]["scores"]["time_share"] = 0.05, 0.70
     res["analysis"]["dominant_op_per_T"] = {str(r["T"]): "scores" for r in res["sweep"]}
     res["conditions"] = {"verdict": "disturbed", "reasons": [
