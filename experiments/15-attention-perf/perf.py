@@ -1104,15 +1104,14 @@ def cpufreq_state():
     """Governor, driver, frequencies (MHz) and turbo of every CPU, from Linux's cpufreq; psutil's
     (often nominal) frequency elsewhere; governor "unavailable" where there is no cpufreq."""
     cpus = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
-    rel = lambda p, name: str(p.relative_to(SYSROOT) / name)  # noqa: E731
-    govs = {sysfile(rel(p, "scaling_governor")) for p in cpus} - {None}
+    govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
     mhz = lambda name: sorted({int(v) // 1000 for p in cpus  # noqa: E731
-                               if (v := sysfile(rel(p, name), "")).isdigit()})
+                               if (v := read_text(p / name, "")).isdigit()})
     no_turbo = sysfile("sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = sysfile("sys/devices/system/cpu/cpufreq/boost")
     state = {
         "governor": "/".join(sorted(govs)) if govs else "unavailable",
-        "driver": "/".join(sorted({sysfile(rel(p, "scaling_driver")) for p in cpus} - {None}))
+        "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in cpus} - {None}))
                   or None,
         "min_MHz": (mhz("scaling_min_freq") or [None])[0],
         "max_MHz": (mhz("scaling_max_freq") or [None])[-1],
@@ -1133,18 +1132,18 @@ def cpufreq_state():
 def machine_facts():
     cpuinfo = sysfile("proc/cpuinfo", "")
     cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
-    groups = {sysfile(str((d / name).relative_to(SYSROOT))) for d in cpu_dirs
-              for name in ("core_cpus_list",) if (d / name).exists()} or \
-             {sysfile(str((d / "thread_siblings_list").relative_to(SYSROOT))) for d in cpu_dirs}
-    groups.discard(None)
+    # A physical core is one set of hyper-thread siblings (core_cpus_list; thread_siblings_list
+    # on kernels before 5.7).
+    groups = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
+              for d in cpu_dirs} - {None}
     logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
     physical = len(groups) or psutil.cpu_count(logical=False) or logical
     caches = {}
     for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
-        r = str(idx.relative_to(SYSROOT))
-        kind = sysfile(f"{r}/type", "")
-        name = f"L{sysfile(f'{r}/level', '?')}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
-        caches[name] = {"size": sysfile(f"{r}/size"), "shared_cpu_list": sysfile(f"{r}/shared_cpu_list")}
+        kind = read_text(idx / "type", "")
+        name = f"L{read_text(idx / 'level', '?')}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
+        caches[name] = {"size": read_text(idx / "size"),
+                        "shared_cpu_list": read_text(idx / "shared_cpu_list")}
     freq = cpufreq_state()
     unavailable = {}
     if not caches:
