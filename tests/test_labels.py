@@ -3,6 +3,7 @@ run, a six-T run and a synthetic run with awkward values (the legend counts as o
 import copy
 import json
 
+import matplotlib.pyplot as plt
 import pytest
 from matplotlib.text import Text
 
@@ -83,5 +84,4 @@ def test_no_label_collides(which, quick_run, six_T):
         try:
             assert_no_collisions(fig)
         finally:
-            import matplotlib.pyplot as plt
             plt.close(fig)
