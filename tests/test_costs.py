@@ -66,6 +66,27 @@ def test_place_on_roofline_arithmetic():
     assert sm["level_bound"] == "memory" and sc["level_bound"] == "compute"  # L2 ridge 1.0
 
 
+def caches(**sizes):
+    return {"caches": {name: {"size": size, "shared_cpu_list": "0"} for name, size in sizes.items()}}
+
+
+def test_copy_working_sets_fit_their_level_and_the_memory():
+    # The lab's laptop: half of each data cache, and DRAM at 128 MiB, far past its 6 MiB L3.
+    lap = perf.copy_levels(caches(L1d="32K", L1i="32K", L2="256K", L3="6144K"), quick=False)
+    assert [(n, lv["bytes"]) for n, lv in lap.items()] == [
+        ("L1d", 16 << 10), ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
+    assert lap["DRAM"]["past_llc"] is True
+    # A 64 MiB L3: DRAM four times past it.
+    assert perf.copy_levels(caches(L3="65536K"), quick=False)["DRAM"]["bytes"] == 256 << 20
+    # A server's 480 MiB L3: four times past it would need 2 GiB. Every copy stays within
+    # COPY_MAX_BYTES, and the DRAM copy says that it is not past the last level.
+    srv = perf.copy_levels(caches(L1d="48K", L2="2048K", L3="491520K"), quick=False)
+    assert srv["L3"]["bytes"] == 240 << 20 and srv["DRAM"]["bytes"] == perf.COPY_MAX_BYTES
+    assert srv["DRAM"]["past_llc"] is False and perf.COPY_MAX_BYTES <= 256 << 20
+    # No cache described: DRAM alone.
+    assert list(perf.copy_levels({"caches": {}}, quick=False)) == ["DRAM"]
+
+
 def test_levels_and_the_lab_laptop():
     assert perf.level_of(1 << 20, CEILINGS["levels"]) == "L2"
     assert perf.level_of((1 << 20) + 1, CEILINGS["levels"]) == "L3"

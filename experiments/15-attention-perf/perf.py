@@ -610,8 +610,8 @@ def plot_perf(res):
     # median of the total would put it: what the machine's slow episodes added.
     tot = bottom.copy()
     tax = np.array([r["ops"]["total"]["environment_tax"] for r in rows])
-    iqr = np.array([np.zeros(len(rows)), tot * np.maximum(tax, 0)])
-    ax.errorbar(x - 0.08, tot, yerr=iqr, fmt="none", ecolor="black", capsize=4, lw=1)
+    whisker = np.array([np.zeros(len(rows)), tot * np.maximum(tax, 0)])
+    ax.errorbar(x - 0.08, tot, yerr=whisker, fmt="none", ecolor="black", capsize=4, lw=1)
     dflt = np.array([default[r["T"]]["ops"]["total"]["time_s"] * 1e3 if r["T"] in default
                      else np.nan for r in rows])
     # The default heap can be several times the warm total: clip its hatched extension at the
@@ -628,7 +628,7 @@ def plot_perf(res):
         dom = res["analysis"]["dominant_op_per_T"][str(r["T"])]
         share = 100 * r["ops"][dom]["time_share"]
         labels.append(ax.annotate(
-            f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + iqr[1][i]),
+            f"{tot[i]:.3g} ms\n{dom} {share:.0f}%", (x[i] - 0.08, tot[i] + whisker[1][i]),
             xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8.5))
         if extra[i] > 0:
             clipped = dflt[i] > ylim
@@ -740,18 +740,23 @@ def parse_size(s):
     return int(s[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[s[-1]] if s[-1] in "KMG" else int(s)
 
 
+COPY_MAX_BYTES = 256 << 20  # the largest copy working set (two 128 MiB buffers): a run stays < 1 GiB
+
+
 def copy_levels(hardware, quick):
     """The working set (source + destination) that measures each memory level's bandwidth: half
     of each data cache the OS describes, so that it surely fits there (LBL's ERT sweeps sizes
-    instead; carm-roofline sizes them from the caches, as here), and DRAM far past the last level.
-    Where the OS gives no cache sizes only DRAM is measured."""
+    instead; carm-roofline sizes them from the caches, as here), and DRAM four times past the last
+    level. Where the OS gives no cache sizes only DRAM is measured. No working set exceeds
+    COPY_MAX_BYTES: a server's L3 can be hundreds of MiB (4 x 480 MiB would need 2 GiB), and there
+    the DRAM copy is marked as not past the last level (past_llc) instead of filling the memory."""
     caches = {name: parse_size(c["size"]) for name, c in hardware["caches"].items()
               if not name.endswith("i") and parse_size(c["size"])}
-    levels = {name: {"capacity_bytes": size, "bytes": max(8 << 10, size // 2)}
+    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES)}
               for name, size in sorted(caches.items())}
     llc = max(caches.values(), default=8 << 20)
-    levels["DRAM"] = {"capacity_bytes": None,
-                      "bytes": 32 << 20 if quick else max(128 << 20, 4 * llc)}
+    dram = 32 << 20 if quick else min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
+    levels["DRAM"] = {"capacity_bytes": None, "bytes": dram, "past_llc": dram > llc}
     return levels
 
 
@@ -855,6 +860,10 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
     return row
 
 
+def size_text(nbytes):
+    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+
+
 LEVEL_MARKERS = {"L1d": "o", "L2": "o", "L3": "s", "DRAM": "^"}
 
 
@@ -872,9 +881,12 @@ def plot_roofline(res):
     src = {"measured": f"median of {c.get('repeats', 1)} repeats", "phase1": "Phase 1",
            "cli": "--roofline"}[c["source"]]
     lo, hi = c.get("beta_peak_range", [beta, beta])
+    dram = c.get("levels", {}).get("DRAM", {})
+    capped = "\n(its copy is not past the L3: capped to fit memory)" \
+        if dram.get("past_llc") is False else ""
     ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
             label=f"roofline: beta = {beta:.1f} GB/s DRAM copy ({src}; {lo:.1f}-{hi:.1f}),\n"
-                  f"pi = {pi:.0f} GFLOPS")
+                  f"pi = {pi:.0f} GFLOPS{capped}")
     if hi > lo:
         ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs), color="0.85",
                         lw=0, zorder=0, label="beta's interval over the repeats")
@@ -885,7 +897,7 @@ def plot_roofline(res):
         overhead = lv["bytes"] < 256 << 10 and lv["GBps"] < max(
             (v["GBps"] for n, v in c["levels"].items() if n != name and v.get("GBps")), default=0)
         ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.6", lw=1, ls=next(styles),
-                label=f"{name} copy, {lv['bytes'] >> 10} KiB: {lv['GBps']:.0f} GB/s"
+                label=f"{name} copy, {size_text(lv['bytes'])}: {lv['GBps']:.0f} GB/s"
                       + (" (numpy call-overhead bound)" if overhead else ""))
     ax.axvspan(r_lo, r_hi, color="0.92", zorder=0,
                label=f"ridge {ridge:.2f} FLOP/B (interval {r_lo:.2f}-{r_hi:.2f}): ops inside are "
@@ -1687,7 +1699,8 @@ def run_memory_bytes(Ts, n_heads, dram_copy_bytes):
 
 def run(args):
     hardware = machine_facts()
-    need = run_memory_bytes(args.T, args.n_heads, copy_levels(hardware, args.quick)["DRAM"]["bytes"])
+    levels = copy_levels(hardware, args.quick)
+    need = run_memory_bytes(args.T, args.n_heads, levels["DRAM"]["bytes"])
     available = psutil.virtual_memory().available
     if need > available:  # refused before anything is measured, not killed mid-run
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
@@ -1696,10 +1709,10 @@ def run(args):
     given = given_ceilings(args)
     limit, why = blas_threads_plan(args, hardware)
     with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
-        return measure_run(args, hardware, given, limit, why)
+        return measure_run(args, hardware, levels, given, limit, why)
 
 
-def measure_run(args, hardware, given, limit, why):
+def measure_run(args, hardware, levels, given, limit, why):
     blas = blas_info()
     threads = blas[0]["num_threads"] if blas else None
     k, rounds = args.workers, math.ceil(args.repeats / args.workers)
@@ -1735,7 +1748,7 @@ def measure_run(args, hardware, given, limit, why):
     progress(f"default heap: done, {default_repeats} samples per T",
              len(args.T) * default_repeats * args.min_time)
     heap = keep_heap() if args.in_process else None
-    spec = {"levels": copy_levels(hardware, args.quick), "threads": hardware["logical_cpus"],
+    spec = {"levels": levels, "threads": hardware["logical_cpus"],
             "reps": 2, "matmul": (512,) if args.quick else (2048,)}
     # The first worker calibrates the forwards per sample; every later worker gets the same loops
     # (pyperf's rule: all do the same work), and the parent never holds the big arrays.
