@@ -896,9 +896,13 @@ def plot_roofline(res):
             continue
         overhead = lv["bytes"] < 256 << 10 and lv["GBps"] < max(
             (v["GBps"] for n, v in c["levels"].items() if n != name and v.get("GBps")), default=0)
+        # A described cache whose copy is no faster than DRAM's has no plateau of its own here
+        # (a VM's slice of a server's L3, say): its roof is drawn, and says so.
+        flat = not overhead and lv["GBps"] <= max(dram.get("GBps_range") or [0])
         ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.6", lw=1, ls=next(styles),
                 label=f"{name} copy, {size_text(lv['bytes'])}: {lv['GBps']:.0f} GB/s"
-                      + (" (numpy call-overhead bound)" if overhead else ""))
+                      + (" (numpy call-overhead bound)" if overhead else "")
+                      + (" (no faster than the DRAM copy)" if flat else ""))
     ax.axvspan(r_lo, r_hi, color="0.92", zorder=0,
                label=f"ridge {ridge:.2f} FLOP/B (interval {r_lo:.2f}-{r_hi:.2f}): ops inside are "
                      "'near the ridge'")
