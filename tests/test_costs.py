@@ -87,6 +87,24 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     assert list(perf.copy_levels({"caches": {}}, quick=False)) == ["DRAM"]
 
 
+def test_beta_is_a_plateau_only_if_both_dram_sizes_agree():
+    spec = {"levels": {"DRAM": {"capacity_bytes": None, "bytes": 256 << 20,
+                                "check_bytes": 128 << 20}}, "threads": 2}
+
+    def workers(main, check):  # one repeat per worker: one thread, all threads
+        return [{"copy": {"DRAM": {"1": m / 2, "all": m}}, "copy_check": {"DRAM": {"1": c / 2, "all": c}},
+                 "matmul": {"512": 100.0}, "dot": 1.0} for m, c in zip(main, check)]
+    agree = perf.combine_ceilings(workers([30, 31, 32], [31, 33, 34]), spec)
+    dram = agree["levels"]["DRAM"]
+    assert dram["plateau"] is True and agree["beta_dram_GBps"] == 31
+    assert agree["beta_range_GBps"] == [30, 32]  # the repeats at the main size alone
+    apart = perf.combine_ceilings(workers([30, 31, 32], [52, 54, 55]), spec)
+    dram = apart["levels"]["DRAM"]
+    assert dram["plateau"] is False and dram["GBps_check"] == 54
+    # beta stays the main size's median; its interval spans both sizes
+    assert apart["beta_dram_GBps"] == 31 and apart["beta_range_GBps"] == [30, 55]
+
+
 def test_levels_and_the_lab_laptop():
     assert perf.level_of(1 << 20, CEILINGS["levels"]) == "L2"
     assert perf.level_of((1 << 20) + 1, CEILINGS["levels"]) == "L3"

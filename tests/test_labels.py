@@ -53,11 +53,14 @@ def six_T(tmp_path_factory):
 
 def awkward(res):
     """Points on a ceiling, intensities off scale, beta equal to the one-thread copy and to the
-    L3 copy, a disturbed run with long reasons, a dominant op that changes along T."""
+    L3 copy, a DRAM copy with no plateau and not past the L3, a disturbed run with long reasons,
+    a dominant op that changes along T."""
     res = copy.deepcopy(res)
     c = res["ceilings"]
     c["beta_dram_1thread_GBps"] = c["beta_peak_GBps"]
     c["levels"]["L3"]["GBps"] = c["beta_peak_GBps"]
+    c["levels"]["DRAM"].update(past_llc=False, plateau=False, check_bytes=16 << 20,
+                               GBps_check=1.8 * c["beta_peak_GBps"])  # the longest legend
     for r in res["sweep"]:
         for op in perf.OPS:
             o = r["ops"][op]

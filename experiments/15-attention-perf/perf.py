@@ -756,7 +756,11 @@ def copy_levels(hardware, quick):
               for name, size in sorted(caches.items())}
     llc = max(caches.values(), default=8 << 20)
     dram = 32 << 20 if quick else min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
-    levels["DRAM"] = {"capacity_bytes": None, "bytes": dram, "past_llc": dram > llc}
+    # DRAM is copied at half that size too: Phase 1 reads beta off a plateau, and two sizes that
+    # disagree say there is none (on a VM the host's memory layout can make bandwidth depend on
+    # the buffer); beta's interval then spans both.
+    levels["DRAM"] = {"capacity_bytes": None, "bytes": dram, "past_llc": dram > llc,
+                      "check_bytes": dram // 2}
     return levels
 
 
@@ -764,17 +768,21 @@ def measure_ceilings(spec):
     """One repeat of every ceiling, taken by a worker after its samples: spread over the workers,
     the repeats spread over the run and share its time window (ERT's median over many trials,
     not one lucky best)."""
-    copies = {}
-    for name, lv in spec["levels"].items():
-        src = np.ones(lv["bytes"] // 8, dtype=np.float32)  # two buffers of half the working set
+    def copies(nbytes, shared):
+        src = np.ones(nbytes // 8, dtype=np.float32)  # two buffers of half the working set
         dst = np.ones_like(src)
+        return {"1": copy_GBps(src, dst, 1, spec["reps"]),
+                "all": copy_GBps(src, dst, spec["threads"], spec["reps"])
+                if spec["threads"] > 1 and shared else None}
+
+    main, check = {}, {}
+    for name, lv in spec["levels"].items():
         # A private cache (L1, L2) is one core's: only the shared levels are copied by all.
         shared = lv["capacity_bytes"] is None or name.startswith("L3")
-        copies[name] = {"1": copy_GBps(src, dst, 1, spec["reps"]),
-                        "all": copy_GBps(src, dst, spec["threads"], spec["reps"])
-                        if spec["threads"] > 1 and shared else None}
-        del src, dst
-    return {"copy": copies, "dot": dot_GFLOPS(10**6, spec["reps"]),
+        main[name] = copies(lv["bytes"], shared)
+        if lv.get("check_bytes"):
+            check[name] = copies(lv["check_bytes"], shared)
+    return {"copy": main, "copy_check": check, "dot": dot_GFLOPS(10**6, spec["reps"]),
             "matmul": {str(n): matmul_GFLOPS(n, spec["reps"]) for n in spec["matmul"]}}
 
 
@@ -782,14 +790,21 @@ def combine_ceilings(per_worker, spec):
     """The workers' repeats of each ceiling: the median is the ceiling, [min, max] its interval.
     All threads can copy at least as fast as one, so each repeat takes the better of the two."""
     stat = lambda xs: (float(np.median(xs)), [float(min(xs)), float(max(xs))])  # noqa: E731
+    better = lambda r: max(v for v in r.values() if v)  # noqa: E731
     levels = {}
     for name, lv in spec["levels"].items():
         runs = [w["copy"][name] for w in per_worker]
-        best, rng = stat([max(v for v in r.values() if v) for r in runs])
+        best, rng = stat([better(r) for r in runs])
         levels[name] = {**lv, "GBps": best, "GBps_range": rng,
                         "GBps_1thread": stat([r["1"] for r in runs])[0],
                         "GBps_all_threads": None if runs[0]["all"] is None else
                         stat([r["all"] for r in runs])[0]}
+        if lv.get("check_bytes"):  # a plateau: the two sizes' intervals overlap
+            check, check_rng = stat([better(w["copy_check"][name]) for w in per_worker])
+            plateau = max(rng[0], check_rng[0]) <= min(rng[1], check_rng[1])
+            levels[name].update(GBps_check=check, GBps_check_range=check_rng, plateau=plateau)
+            if not plateau:
+                levels[name]["GBps_range"] = [min(rng[0], check_rng[0]), max(rng[1], check_rng[1])]
     pi, pi_rng = stat([max(w["matmul"].values()) for w in per_worker])
     dram = levels["DRAM"]
     return {
@@ -882,8 +897,12 @@ def plot_roofline(res):
            "cli": "--roofline"}[c["source"]]
     lo, hi = c.get("beta_peak_range", [beta, beta])
     dram = c.get("levels", {}).get("DRAM", {})
-    capped = "\n(its copy is not past the L3: capped to fit memory)" \
+    capped = "\n(its copy is not past the L3: " + ("--quick)" if res["config"]["quick"] else
+                                                     "capped to fit memory)") \
         if dram.get("past_llc") is False else ""
+    if dram.get("plateau") is False:
+        capped += f"\n(no plateau: {size_text(dram['check_bytes'])} copied at " \
+                  f"{dram['GBps_check']:.1f} GB/s, inside beta's interval)"
     ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
             label=f"roofline: beta = {beta:.1f} GB/s DRAM copy ({src}; {lo:.1f}-{hi:.1f}),\n"
                   f"pi = {pi:.0f} GFLOPS{capped}")
