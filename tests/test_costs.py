@@ -98,6 +98,9 @@ def test_beta_is_a_plateau_only_if_both_dram_sizes_agree():
     dram = agree["levels"]["DRAM"]
     assert dram["plateau"] is True and agree["beta_dram_GBps"] == 31
     assert agree["beta_range_GBps"] == [30, 32]  # the repeats at the main size alone
+    # Tight repeats that do not overlap but agree within 10 %: still a plateau.
+    assert perf.combine_ceilings(workers([31, 31, 31], [33, 33.5, 34]), spec)["levels"]["DRAM"]["plateau"]
+    assert not perf.combine_ceilings(workers([31, 31, 31], [34.2, 34.5, 35]), spec)["levels"]["DRAM"]["plateau"]
     apart = perf.combine_ceilings(workers([30, 31, 32], [52, 54, 55]), spec)
     dram = apart["levels"]["DRAM"]
     assert dram["plateau"] is False and dram["GBps_check"] == 54

@@ -799,9 +799,10 @@ def combine_ceilings(per_worker, spec):
                         "GBps_1thread": stat([r["1"] for r in runs])[0],
                         "GBps_all_threads": None if runs[0]["all"] is None else
                         stat([r["all"] for r in runs])[0]}
-        if lv.get("check_bytes"):  # a plateau: the two sizes' intervals overlap
+        if lv.get("check_bytes"):  # a plateau: the two sizes agree within 10 % or overlap
             check, check_rng = stat([better(w["copy_check"][name]) for w in per_worker])
-            plateau = max(rng[0], check_rng[0]) <= min(rng[1], check_rng[1])
+            plateau = abs(check - best) <= 0.1 * best or \
+                max(rng[0], check_rng[0]) <= min(rng[1], check_rng[1])
             levels[name].update(GBps_check=check, GBps_check_range=check_rng, plateau=plateau)
             if not plateau:
                 levels[name]["GBps_range"] = [min(rng[0], check_rng[0]), max(rng[1], check_rng[1])]
