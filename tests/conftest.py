@@ -8,6 +8,7 @@ import pytest
 EXP = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
 PERF = EXP / "perf.py"
 sys.path.insert(0, str(EXP))
+TINY = ["--quick", "--in-process", "--T", "64", "--repeats", "2", "--workers", "1"]
 
 
 def run_perf(*args, **kw):
@@ -23,4 +24,14 @@ def quick_run(tmp_path_factory):
     proc = run_perf("--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out, json.loads((out / "results.json").read_text()), \
-        json.loads((out / "manifest.json").read_text())
+        json.loads((out / "manifest.json").read_text()), proc.stdout
+
+
+@pytest.fixture
+def fake_mallopt(monkeypatch):
+    """glibc's mallopt, accepted but not applied: an in-process run leaves the test process's
+    allocator as it was."""
+    import perf
+    calls = []
+    monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: calls.append(a) or 1)
+    return calls

@@ -1,5 +1,6 @@
-"""perf.py as a learner runs it: the outputs of a --quick run, bad input, interruption."""
-import hashlib
+"""perf.py as a learner runs it: its files, bad input, the threads, interruption, and every way a
+worker or a write can fail, each ending in one line, the right exit status, earlier files intact."""
+import glob
 import json
 import os
 import signal
@@ -11,89 +12,43 @@ import psutil
 import pytest
 
 import perf
-from conftest import PERF, run_perf
+import synthetic
+from conftest import PERF, TINY, run_perf
 
 OPS = ["qkv_proj", "scores", "softmax", "av", "out_proj"]
+LONG = ["--min-time", "0.02", "--repeats", "10"]  # long enough to be interrupted mid-worker
 
 
-def test_quick_run_results(quick_run):
-    out, res, _ = quick_run
-    assert res["config"]["quick"] is True and res["config"]["T_sweep"] == [64, 128, 256, 512]
-    assert res["ceilings"]["source"] in ("measured", "phase1")
-    assert res["ceilings"]["beta_peak_GBps"] > 0 and res["ceilings"]["pi_peak_GFLOPS"] > 0
-    for rows in (res["sweep"], res["sweep_default_heap"]):
-        assert [r["T"] for r in rows] == [64, 128, 256, 512]
-        for r in rows:
-            assert r["n_inner"] >= 1 and r["repeats"] >= 3
-            for op in OPS:
-                o = r["ops"][op]
-                assert o["p25_s"] <= o["median_s"] <= o["p75_s"] and o["min_s"] <= o["median_s"]
-                assert o["time_s"] == o["p25_s"]  # the headline: see summarize()
-                assert o["environment_tax"] == pytest.approx(o["median_s"] / o["time_s"] - 1)
-                assert (o["flops"], o["bytes"]) == perf.op_cost(r["T"], 64, 4)[op]
-                assert o["gflops"] == pytest.approx(o["flops"] / o["time_s"] / 1e9)
-                assert o["bound"] in ("memory", "compute", "ridge")
-                assert o["level"] in set(res["ceilings"]["levels"])
-                assert o["working_set_bytes"] == perf.working_set(r["T"], 64, 4)[op]
-                assert o["pct_of_level_ceiling"] == pytest.approx(100 * o["gflops"] / min(
-                    res["ceilings"]["pi_peak_GFLOPS"],
-                    res["ceilings"]["levels"][o["level"]]["GBps"] * o["intensity"]))
-            assert r["ops"]["softmax"]["bound"] == "memory"
-            assert sum(r["ops"][op]["time_share"] for op in OPS) == pytest.approx(1)
-            assert {"mean_s", "median_s", "time_s"} <= set(r["ops"]["total"])
-            for k in ("page_faults_per_forward", "accounting_gap"):
-                assert isinstance(r[k], float)
-    for r in res["sweep"]:  # samples from every worker process, the spread between them judged
-        assert r["workers"] == res["config"]["workers"] == 2 and r["repeats"] == 6
+def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
+    out, res, man, _ = quick_run
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "perf.png", "results.json",
+                                                     "roofline.png"]
+    assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
+    for r in res["sweep"]:  # Block B: mean and std per op, from every worker's samples
+        assert r["workers"] == 2 and r["repeats"] == 6
         for k in OPS + ["total"]:
-            o = r["ops"][k]
-            assert len(o["worker_medians"]) == 2
-            assert o["worker_spread"] == pytest.approx(max(o["worker_medians"]) / min(o["worker_medians"]))
-            assert o["unstable"] == (o["worker_spread"] > perf.SPREAD_LIMIT)
-        lo, hi = r["instrumentation_overhead_ci95"]
-        assert lo <= r["instrumentation_overhead"] <= hi and r["untimed_repeats"] == 6
-    assert res["conditions"]["verdict"] in ("quiet", "disturbed")
-    assert set(res["conditions"]["checks"]) == {"other_processes_cpus", "steal_fraction",
-                                                "cpufreq_unchanged"}
-    t = res["threads"]
-    assert t["blas_threads"] >= 1 and t["includes_hyperthreads"] == (t["blas_threads"] > t["physical_cores"])
-    a = res["analysis"]
-    assert len(a["expected_observations"]) == 3
-    assert all(isinstance(o["held"], bool) for o in a["expected_observations"])
-    assert set(a["softmax_anatomy"]["steps"]) == {"mask_add", "max", "subtract", "exp", "sum",
-                                                  "divide"}
-    assert a["softmax_at_T_512"]["ratio_to_memory_ceiling"] > 0
-    c = res["ceilings"]
-    assert c["repeats"] == 2 and "DRAM" in c["levels"]
-    assert c["beta_peak_range"][0] <= c["beta_peak_GBps"] <= c["beta_peak_range"][1]
-    assert c["ridge_range"][0] <= a["ridge_intensity"] <= c["ridge_range"][1]
-    assert res["memory_peak_MiB"]["largest_worker"] > 0
-    assert not any(p.name.endswith(".tmp") for p in out.iterdir())
+            assert {"mean_s", "std_s", "time_s"} <= set(r["ops"][k])
+            assert len(r["ops"][k]["worker_times"]) == 2
+    assert set(res["conditions"]["checks"]) == {
+        "other_processes_cpus", "steal_fraction", "preemptions_per_s",
+        "governor_or_turbo_changed", "clock_drop", "threads_cooperate"}
+    assert set(man) >= {"experiment", "date", "seed", "versions", "depends_on", "config",
+                        "hardware", "results_summary"}
+    assert set(man["results_summary"]) == {"softmax_GFLOPS_at_T_512", "scores_GFLOPS_at_T_512",
+                                           "softmax_pct_of_total_at_T_512",
+                                           "phase_27_motivation_pct_memory"}
+    assert {"python", "numpy"} <= set(man["versions"]) and man["experiment"] == "15-attention-perf"
+    assert not any(p.name.startswith(".") for p in out.iterdir())
 
 
-def test_quick_run_manifest(quick_run):
-    _, res, man = quick_run
-    template = ["experiment", "date", "seed", "versions", "depends_on", "config", "hardware",
-                "results_summary"]
-    assert all(k in man for k in template)
-    assert man["experiment"] == "15-attention-perf" and man["seed"] == 0
-    assert {"python", "numpy"} <= set(man["versions"])
-    assert man["config"]["d_model"] == 64 and man["config"]["n_heads"] == 4
-    assert man["config"]["T_sweep"] == [64, 128, 256, 512]
-    assert {"cpu_model", "cpu_governor_at_run"} <= set(man["hardware"])
-    gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
-    assert man["hardware"]["cpu_governor_at_run"] == (
-        open(gov).read().strip() if os.path.exists(gov) else "unavailable")
-    assert man["perf_py_sha256"] == hashlib.sha256(PERF.read_bytes()).hexdigest()
-    s = man["results_summary"]
-    assert set(s) == {"softmax_GFLOPS_at_T_512", "softmax_pct_of_total_at_T_512",
-                      "scores_GFLOPS_at_T_512", "phase_27_motivation_pct_memory"}
-    assert all(isinstance(v, float) for v in s.values())
-    assert 0 <= s["phase_27_motivation_pct_memory"] <= 100
-    assert man["depends_on"] is None or man["depends_on"].endswith("manifest.json")
+def test_the_manifest_governor_is_every_cpu_s(quick_run):
+    govs = {open(p).read().strip() for p in
+            glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")}
+    assert quick_run[2]["hardware"]["cpu_governor_at_run"] == (
+        "/".join(sorted(govs)) if govs else "unavailable")
 
 
-def _bad_inputs(tmp_path):
+def bad_inputs(tmp_path):
     not_dir = tmp_path / "file"
     not_dir.write_text("x")
     bad_json = tmp_path / "bad.json"
@@ -102,8 +57,8 @@ def _bad_inputs(tmp_path):
     no_keys.write_text('{"beta_peak_GBps": 10}')
     return [["--T", "0"], ["--T", "-64"], ["--T", "64.5"], ["--T"], ["--d-model", "x"],
             ["--n-heads", "5"], ["--n-heads", "0"], ["--min-time", "0"], ["--min-time", "nan"],
-            ["--min-time", "inf"], ["--min-time", "-1"], ["--repeats", "0"], ["--threads", "0"],
-            ["--seed", "-1"], ["--workers", "0"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
+            ["--min-time", "inf"], ["--repeats", "0"], ["--threads", "0"], ["--seed", "-1"],
+            ["--workers", "0"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
             ["--roofline", str(bad_json)], ["--roofline", str(no_keys)],
             ["--out", str(not_dir / "sub")], ["--out", "/proc/perf-out"]]
 
@@ -112,96 +67,199 @@ def test_bad_input_one_line_exit_2_nothing_touched(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "results.json").write_text("earlier")
-    for argv in _bad_inputs(tmp_path):
+    for argv in bad_inputs(tmp_path):
         code = perf.main(argv + (["--out", str(out)] if "--out" not in argv else []))
         err = capsys.readouterr().err
         assert code == 2, argv
         assert len(err.strip().splitlines()) == 1 and err.startswith("perf.py: error:"), (argv, err)
-    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
+    assert [p.name for p in out.iterdir()] == ["results.json"]
     assert (out / "results.json").read_text() == "earlier"
 
 
-def test_a_T_beyond_the_memory_is_refused_before_measuring(tmp_path, capsys):
-    (tmp_path / "results.json").write_text("earlier")
-    assert perf.main(["--T", "64", "100000", "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("perf.py: error: --T 100000 needs about ") and err.endswith("available")
-    assert len(err.splitlines()) == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
-    # The estimate: four (h, T, T) fp32 arrays of the largest T, the masks, the copy, 300 MiB.
-    assert perf.run_memory_bytes([2048], 4, 256 << 20) == 16 * 4 * 2048**2 + 4 * 2048**2 + (556 << 20)
-
-
-def test_bad_input_from_the_shell_has_no_traceback(tmp_path):
-    proc = run_perf("--n-heads", "3", "--out", str(tmp_path))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == "perf.py: error: --n-heads 3 does not divide --d-model 64"
+def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
+    new = tmp_path / "NEW" / "deeper"
+    proc = run_perf("--T", "64", "100000", "--out", str(new))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("perf.py: error: --T 100000 needs about ")
     assert list(tmp_path.iterdir()) == []
+    # The estimate: per worker the largest forward's four (h, T, T) arrays and the anatomies'
+    # seven, the masks, the copy, and two interpreters.
+    assert perf.run_memory_bytes([2048], 4, 512, 256 << 20) == \
+        16 * 4 * 2048**2 + 28 * 4 * 512**2 + 4 * 2048**2 + (256 << 20) + (300 << 20)
 
 
-def test_write_is_atomic_under_injected_failure(tmp_path, monkeypatch):
-    (tmp_path / "results.json").write_bytes(b"old results")
-    (tmp_path / "manifest.json").write_bytes(b"old manifest")
-    real_fsync, calls = os.fsync, []
-
-    def failing_fsync(fd):  # the second file's write fails, before anything is renamed
-        calls.append(fd)
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", failing_fsync)
-    with pytest.raises(OSError):
-        perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new"})
-    assert (tmp_path / "results.json").read_bytes() == b"old results"
-    assert (tmp_path / "manifest.json").read_bytes() == b"old manifest"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "results.json"]
-    monkeypatch.setattr(os, "fsync", real_fsync)
-    perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new2"})
-    assert (tmp_path / "manifest.json").read_bytes() == b"new2"
+def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
+    asked = psutil.cpu_count() + 2  # OpenBLAS caps its threads at the CPUs
+    proc = run_perf(*TINY[:1], "--T", "64", "--repeats", "2", "--workers", "1",
+                    "--out", str(tmp_path), env={**os.environ, "OMP_NUM_THREADS": str(asked)})
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if "asked for" in ln]
+    assert len(lines) == 1 and f"{asked} BLAS threads were asked for" in lines[0]
+    threads = json.loads((tmp_path / "results.json").read_text())["threads"]
+    assert threads["asked"] == asked and threads["blas_threads"] < asked
 
 
-def test_ctrl_c_mid_run_exit_130_files_untouched(tmp_path):
+def tiny_task(**kw):
+    return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T": [64], "min_time": 0.002,
+            "threads_limit": None, "heap": "default", "loops": None, "rounds": 1,
+            "interleave": True, "pairs": False, "one_thread_rounds": [], "anatomy_T": None,
+            "ceilings": None, **kw}
+
+
+def test_the_thread_limit_reaches_the_worker():
+    assert perf.run_task(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
+
+
+def test_a_worker_that_hangs_is_killed_after_its_timeout():
+    start = time.perf_counter()
+    with pytest.raises(perf.RunError, match="gave no result within 1 s"):
+        perf.run_task(tiny_task(rounds=10**6), False, timeout=1)
+    assert time.perf_counter() - start < 10
+
+
+def test_a_worker_that_exits_0_without_a_result(tmp_path, monkeypatch):
+    script = tmp_path / "silent.py"
+    script.write_text("import sys; sys.stdin.read()\n")
+    monkeypatch.setattr(perf, "__file__", str(script))
+    with pytest.raises(perf.RunError, match="wrote no result"):
+        perf.run_task(tiny_task(), False, 30)
+
+
+def test_a_bad_task_on_a_worker_s_stdin():
+    for task in ("nonsense", "[]", json.dumps({"label": "t"})):
+        proc = subprocess.run([sys.executable, str(PERF), "--worker"], input=task,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("perf.py --worker: bad task:")
+
+
+def start_run(tmp_path, **kw):
+    """A run in its own process group, once its first warm worker is measuring."""
+    proc = subprocess.Popen([sys.executable, str(PERF), *LONG, "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    for line in proc.stdout:
+        if "worker 1/5 started" in line:
+            break
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # wait until the worker has imported numpy and samples
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        if workers and sum(workers[0].cpu_times()[:2]) > 0.5:
+            return proc, workers
+        time.sleep(0.05)
+    raise AssertionError("no worker started measuring")
+
+
+def test_ctrl_c_to_the_process_group_exit_130_files_untouched(tmp_path):
     before = {"results.json": b"earlier results\n", "manifest.json": b"earlier manifest\n"}
     for name, data in before.items():
         (tmp_path / name).write_bytes(data)
-    proc = subprocess.Popen([sys.executable, str(PERF), "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for line in proc.stdout:  # interrupt once a worker process is measuring
-        if "worker 1/5 started" in line:
-            break
-    time.sleep(0.5)
-    workers = psutil.Process(proc.pid).children(recursive=True)
-    assert workers, "a worker process should be running"
-    proc.send_signal(signal.SIGINT)
+    proc, workers = start_run(tmp_path, start_new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the parent and its workers
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err
+    assert err.strip() == "perf.py: interrupted; earlier results left as they were"
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-    _, alive = psutil.wait_procs(workers, timeout=5)
-    assert not alive, "no worker may outlive its run"
+    assert not psutil.wait_procs(workers, timeout=5)[1], "no worker may outlive its run"
+
+
+def test_ctrl_c_in_a_worker_alone_exits_130_quietly():
+    proc = subprocess.Popen([sys.executable, str(PERF), "--worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write(json.dumps(tiny_task(rounds=10**6)))
+    proc.stdin.close()
+    deadline = time.monotonic() + 30
+    while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 0.5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    try:
+        assert proc.wait(timeout=30) == 130
+    finally:
+        proc.kill()
+    assert proc.stdout.read() == "" and proc.stderr.read() == ""
 
 
 def test_a_worker_that_dies_is_one_line_exit_1_nothing_written(tmp_path):
     (tmp_path / "results.json").write_bytes(b"earlier")
-    proc = subprocess.Popen([sys.executable, str(PERF), "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for line in proc.stdout:
-        if "worker 1/5 started" in line:
-            break
-    time.sleep(0.5)
-    for child in psutil.Process(proc.pid).children(recursive=True):
-        child.kill()  # as the OOM killer would
+    proc, workers = start_run(tmp_path)
+    for w in workers:
+        w.kill()  # as the OOM killer would
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "Traceback" not in err
     assert err.strip().startswith("perf.py: error: worker 1/5 failed (exit -9)")
     assert len(err.strip().splitlines()) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
     assert (tmp_path / "results.json").read_bytes() == b"earlier"
+
+
+def test_a_failed_write_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "results.json").write_text(json.dumps(synthetic.run()))
+
+    def full(*_):
+        raise OSError(28, "No space left on device", str(tmp_path / "compare.json"))
+    monkeypatch.setattr(perf, "write_atomically", full)
+    assert perf.main(["--compare", str(tmp_path), str(tmp_path)]) == 2
+    assert capsys.readouterr().err == \
+        f"perf.py: error: cannot write {tmp_path / 'compare.json'}: No space left on device\n"
+
+
+def test_a_reader_that_leaves_early_ends_quietly(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(synthetic.run()))
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, str(PERF), "--compare", str(tmp_path), str(tmp_path)],
+                            stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    os.close(read)  # `perf.py --compare A B | head -0`: the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1 and err == ""
+
+
+def test_roofline_flag_and_phase1_manifest_set_depends_on_and_titles_follow_the_config(
+        tmp_path, monkeypatch, fake_mallopt):
+    given = tmp_path / "phase1.json"
+    given.write_text(json.dumps({"results_summary": {"beta_peak_GBps": 17.0, "pi_peak_GFLOPS": 250}}))
+    assert perf.main(TINY + ["--d-model", "48", "--n-heads", "3", "--roofline", str(given),
+                             "--out", str(tmp_path / "a")]) == 0
+    man = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    res = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert man["depends_on"] == str(given) and res["ceilings"]["source"] == "cli"
+    assert res["ceilings"]["beta_peak_GBps"] == 17.0 and res["ceilings"]["ridge"] == 250 / 17
+    fig = perf.plot_perf(res)  # the title drawn into perf.png, from the run's config
+    assert fig._suptitle.get_text() == ("Naive numpy multi-head attention, d_model=48, 3 heads, "
+                                        "d_k=16")
+    repo = tmp_path / "repo"
+    (repo / "experiments" / "01-roofline").mkdir(parents=True)
+    (repo / perf.PHASE1_MANIFEST).write_text(json.dumps({"beta_peak_GBps": 15, "pi_peak_GFLOPS": 240}))
+    monkeypatch.setattr(perf, "REPO", repo)
+    man = perf.make_manifest(perf.run(perf.parse_args(TINY + ["--out", str(tmp_path)])), [])
+    assert man["depends_on"] == "experiments/01-roofline/manifest.json"
+    assert man["ceilings_source"] == "phase1" and man["ridge_intensity"] == 16
+
+
+@pytest.mark.parametrize("fail", ["fsync 2", "replace 1", "replace 2", "replace 3", "replace 4"])
+def test_the_atomic_write_keeps_the_old_pair_whichever_step_fails(tmp_path, monkeypatch, fail):
+    old = {"results.json": b"old results", "manifest.json": b"old manifest"}
+    for name, data in old.items():
+        (tmp_path / name).write_bytes(data)
+    what, when = fail.split()
+    real, calls = getattr(os, what), []
+
+    def failing(*args):
+        calls.append(args)
+        if len(calls) == int(when):
+            raise OSError(28, "No space left on device")
+        return real(*args)
+    monkeypatch.setattr(os, what, failing)
+    with pytest.raises(OSError):
+        perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new"})
+    monkeypatch.setattr(os, what, real)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == old
+    perf.write_atomically(tmp_path, {"results.json": b"new", "manifest.json": b"new too"})
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {
+        "results.json": b"new", "manifest.json": b"new too"}
 
 
 def test_import_has_no_side_effects(tmp_path):
     code = "import sys; sys.path.insert(0, sys.argv[1]); import perf; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code, str(PERF.parent)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
-    assert proc.stdout == "ok\n" and proc.stderr == ""
-    assert list(tmp_path.iterdir()) == []
+    assert proc.stdout == "ok\n" and proc.stderr == "" and list(tmp_path.iterdir()) == []

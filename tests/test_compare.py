@@ -1,14 +1,13 @@
-"""perf.py --compare A B: ratios per op per T, verdicts against both runs' own noise, the story
-side by side, and bad input refused before anything is written."""
-import copy
+"""perf.py --compare A B: whether the machines were in the same state, and per op and T whether B
+is faster, slower or the same against both runs' own noise; worked out by hand on synthetic runs,
+then through the command line."""
 import json
 
 import pytest
 
 import perf
+import synthetic
 from conftest import EXP
-
-OPS = ["qkv_proj", "scores", "softmax", "av", "out_proj"]
 
 
 def save(tmp_path, name, res):
@@ -18,113 +17,113 @@ def save(tmp_path, name, res):
     return d
 
 
-def scaled(res, op, factor):
-    """A copy of a run in which one op took `factor` times as long, every record of it scaled."""
-    res = copy.deepcopy(res)
-    for r in res["sweep"]:
-        o = r["ops"][op]
-        for k in ("time_s", "median_s", "p25_s", "p75_s", "mean_s", "min_s"):
-            o[k] *= factor
-        for k in ("worker_medians", "worker_times"):
-            o[k] = [v * factor for v in o[k]]
-        o["gflops"] /= factor
-        total = sum(r["ops"][p]["time_s"] for p in OPS)
-        for p in OPS:
-            r["ops"][p]["time_share"] = r["ops"][p]["time_s"] / total
-    return res
+def rows_by(rows):
+    return {(r["T"], r["op"]): r for r in rows}
 
 
-def steady(res):
-    """A copy of a run whose workers agreed within 2 %: a quick run's two workers of three samples
-    can disagree by anything, and the verdict logic, not the machine, is under test here."""
-    res = copy.deepcopy(res)
-    for r in res["sweep"]:
-        for o in r["ops"].values():
-            o["worker_times"] = [o["time_s"], 1.02 * o["time_s"]]
-            o["worker_time_spread"] = 1.02
-    return res
+def scaled(factor, op="softmax", T=512):
+    times = {t: dict(ops) for t, ops in synthetic.TIMES_MS.items()}
+    times[T][op] *= factor
+    return times
 
 
-def compare(tmp_path, capsys, a, b):
-    code = perf.main(["--compare", str(a), str(b), "--out", str(tmp_path / "cmp")])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return json.loads((tmp_path / "cmp" / "compare.json").read_text()), out.out
+def test_five_workers_noise_band_by_hand():
+    # A's five workers: one caught in a slow episode (x2). The second highest over the second
+    # lowest ignores it: 1.06 / 1.02 = 1.039; B's 1.16 / 1.12 = 1.036; the band is the floor 1.05.
+    a = synthetic.run(workers=(1.00, 1.02, 1.04, 1.06, 2.00))
+    b_slow = synthetic.run(times_ms=scaled(1.2), workers=(1.10, 1.12, 1.14, 1.16, 1.18))
+    r = rows_by(perf.compare_rows(a, b_slow, [64, 512]))
+    assert r[512, "softmax"]["noise_band"] == pytest.approx(1.05)
+    assert r[512, "softmax"]["ratio"] == pytest.approx(1.2) and r[512, "softmax"]["verdict"] == "slower"
+    assert r[512, "scores"]["verdict"] == "same" and r[64, "softmax"]["verdict"] == "same"
+    faster = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(0.9)), [512]))
+    assert faster[512, "softmax"]["verdict"] == "faster"  # 0.9 < 1 / 1.05
+    within = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.04)), [512]))
+    assert within[512, "softmax"]["verdict"] == "same"
 
 
-@pytest.fixture(scope="module")
-def quick_res(quick_run):
-    return quick_run[1]
+def test_a_wide_noise_band_from_two_workers():
+    # Two workers 1.5x apart (a quick run): max / min = 1.5 is the band; 1.3x is within it.
+    a = synthetic.run(workers=(1.0, 1.5))
+    r = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.3)), [512]))
+    assert r[512, "softmax"]["noise_band"] == pytest.approx(1.5)
+    assert r[512, "softmax"]["verdict"] == "same"
+    r = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.6)), [512]))
+    assert r[512, "softmax"]["verdict"] == "slower"
 
 
-def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, quick_res):
-    d = save(tmp_path, "a", quick_res)
-    c, out = compare(tmp_path, capsys, d, d / "results.json")
-    assert len(c["rows"]) == 4 * 5 and c["left_out_T"] == {"a_only": [], "b_only": []}
+def test_share_change_in_percentage_points():
+    r = rows_by(perf.compare_rows(synthetic.run(), synthetic.run(times_ms=scaled(2.0)), [512]))
+    a, b = 3.00 / 4.53, 6.00 / 7.53  # softmax over the five ops at T = 512, before and after
+    assert r[512, "softmax"]["share_pp"] == pytest.approx(100 * (b - a))
+
+
+def test_a_disturbed_run_against_a_quiet_one_names_the_signal():
+    reason = "2 BLAS threads took 1.32x one thread's time on scores + av at T = 512"
+    quiet = synthetic.run(cooperation=0.75)
+    bad = synthetic.run(cooperation=1.32, verdict="disturbed", reasons=[reason])
+    signals = perf.machine_state(quiet, bad, 512)
+    assert f"B was disturbed: {reason}" in signals
+    assert "threads over one thread (scores + av): 0.75 in A, 1.32 in B" in signals
+    # The DRAM copy 1.3x faster in B: another state of the machine, not the code.
+    assert perf.machine_state(quiet, synthetic.run(beta=26.0), 512) == [
+        "DRAM copy (GB/s): 20.00 in A, 26.00 in B", "DRAM copy, one thread (GB/s): 14.00 in A, "
+        "18.20 in B"]
+    assert perf.machine_state(quiet, synthetic.run(cpu="CPU B"), 512) == ["CPU: CPU A in A, CPU B in B"]
+    assert perf.machine_state(quiet, quiet, 512) == []
+
+
+def test_through_the_command_line(tmp_path, capsys):
+    a = save(tmp_path, "a", synthetic.run())
+    b = save(tmp_path, "b", synthetic.run(cooperation=1.32, verdict="disturbed",
+                                          reasons=["the cores were apart"], times_ms=scaled(2.0)))
+    assert perf.main(["--compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "the machines were in different states" in out and "B was disturbed" in out
+    c = json.loads((b / "compare.json").read_text())  # default folder: B's
+    assert c["same_state"] is False and c["T"] == [64, 512] and len(c["rows"]) == 10
+    story = {s["fact"]: s for s in c["story"]}
+    assert story["run conditions"]["differs"] and story["run conditions"]["b"] == "disturbed"
+    assert story["threads over one thread (scores + av)"]["differs"]
+
+
+def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, quick_run):
+    d = save(tmp_path, "a", quick_run[1])
+    assert perf.main(["--compare", str(d), str(d / "results.json"), "--out", str(tmp_path)]) == 0
+    c = json.loads((tmp_path / "compare.json").read_text())
+    assert c["same_state"] == (quick_run[1]["conditions"]["verdict"] == "quiet")
     assert all(r["ratio"] == 1 and r["share_pp"] == 0 and r["verdict"] == "same" for r in c["rows"])
     assert not any(s["differs"] for s in c["story"])
-    assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"
-    assert "T op" in out.replace("  ", " ") and "same" in out
+    assert "same machine state" in capsys.readouterr().out or not c["same_state"]
 
 
-def test_softmax_twice_as_slow_is_slower_on_softmax_only(tmp_path, capsys, quick_res):
-    base = steady(quick_res)
-    a, b = save(tmp_path, "a", base), save(tmp_path, "b", scaled(base, "softmax", 2.0))
-    c, _ = compare(tmp_path, capsys, a, b)
-    for r in c["rows"]:
-        assert r["ratio"] == pytest.approx(2.0 if r["op"] == "softmax" else 1.0)
-        assert r["verdict"] == ("slower" if r["op"] == "softmax" else "same"), r
-        assert (r["share_pp"] > 0) == (r["op"] == "softmax")
-    # Default output folder: B's.
-    assert perf.main(["--compare", str(a), str(b)]) == 0
-    assert (b / "compare.json").exists() and (b / "compare.png").exists()
+def test_the_committed_run_against_a_quick_run_and_fewer_common_T(tmp_path, capsys, quick_run):
+    assert perf.main(["--compare", str(EXP), str(quick_run[0]), "--out", str(tmp_path)]) == 0
+    assert len(json.loads((tmp_path / "compare.json").read_text())["rows"]) == 20
+    two = synthetic.run(times_ms={512: synthetic.TIMES_MS[512]})
+    assert perf.main(["--compare", str(save(tmp_path, "a", synthetic.run())),
+                      str(save(tmp_path, "b", two)), "--out", str(tmp_path)]) == 0
+    c = json.loads((tmp_path / "compare.json").read_text())
+    assert c["T"] == [512] and c["left_out_T"] == {"a_only": [64], "b_only": []}
+    assert "left out" in capsys.readouterr().out
 
 
-def test_a_new_dominant_op_is_a_marked_story_difference(tmp_path, capsys, quick_res):
-    fast = scaled(quick_res, "softmax", 0.05)  # softmax no longer dominates anywhere
-    c, out = compare(tmp_path, capsys, save(tmp_path, "a", quick_res), save(tmp_path, "b", fast))
-    dom = [s for s in c["story"] if s["fact"].startswith("dominant op")]
-    assert len(dom) == 4 and all(s["differs"] and s["why"] for s in dom)
-    assert all(s["a"].startswith("softmax") and not s["b"].startswith("softmax") for s in dom)
-    assert "* dominant op at T=512" in out
-
-
-def test_fewer_common_T_and_an_old_file_without_spreads(tmp_path, capsys, quick_res):
-    old = copy.deepcopy(quick_res)
-    old["sweep"] = [r for r in old["sweep"] if r["T"] in (64, 512)]
-    for r in old["sweep"]:  # as written before time_s and worker spreads existed
-        for o in r["ops"].values():
-            for k in ("time_s", "worker_medians", "worker_spread", "worker_times",
-                      "worker_time_spread"):
-                o.pop(k, None)
-    c, out = compare(tmp_path, capsys, save(tmp_path, "old", old), save(tmp_path, "new", quick_res))
-    assert c["T"] == [64, 512] and c["left_out_T"] == {"a_only": [], "b_only": [128, 256]}
-    assert all(r["verdict"] is None for r in c["rows"])
-    assert "no verdicts of noise" in out and "left out" in out
-
-
-def test_committed_run_against_a_quick_run(tmp_path, capsys, quick_run):
-    c, _ = compare(tmp_path, capsys, EXP, quick_run[0])
-    assert c["T"] == [64, 128, 256, 512] and len(c["rows"]) == 20
-
-
-def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, quick_res):
-    good = save(tmp_path, "good", quick_res)
-    other = copy.deepcopy(quick_res)
-    other["config"]["n_heads"] = 8
-    no_common = copy.deepcopy(quick_res)
-    for r in no_common["sweep"]:
-        r["T"] *= 3
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys):
+    good = save(tmp_path, "good", synthetic.run())
+    heads = synthetic.run()
+    heads["config"]["n_heads"] = 8
+    no_common = synthetic.run(times_ms={256: synthetic.TIMES_MS[512]})
     (tmp_path / "corrupt.json").write_text("{nope")
     (tmp_path / "foreign.json").write_text('{"experiment": "01-roofline", "sweep": []}')
+    partial = synthetic.run()
+    del partial["sweep"][0]["ops"]["av"]["worker_times"]
     cases = [tmp_path / "missing.json", tmp_path / "corrupt.json", tmp_path / "foreign.json",
-             save(tmp_path, "heads", other), save(tmp_path, "noT", no_common),
-             EXP / "manifest.json"]
+             save(tmp_path, "heads", heads), save(tmp_path, "noT", no_common),
+             save(tmp_path, "partial", partial), EXP / "manifest.json"]
     out = tmp_path / "out"
     for bad in cases:
         for a, b in ((good, bad), (bad, good)):
-            code = perf.main(["--compare", str(a), str(b), "--out", str(out)])
+            assert perf.main(["--compare", str(a), str(b), "--out", str(out)]) == 2, bad
             err = capsys.readouterr().err
-            assert code == 2, bad
             assert len(err.strip().splitlines()) == 1 and err.startswith("perf.py: error:"), err
     assert not out.exists()

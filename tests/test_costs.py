@@ -29,6 +29,17 @@ def test_cost_model_by_hand_T512_and_lab_intensities():
     assert I["out_proj"] == pytest.approx(I["qkv_proj"])
 
 
+def test_thresholds_at_the_ridge_and_its_interval():
+    # d_k = 16, ridge 11.13 with interval 7.47-12.16: by the lab's formula only the low end
+    # gives a T, 4 * 16 * 7.47 / (16 - 2 * 7.47) = 451.0; the inequality as written gives none.
+    t = perf.thresholds(16, 11.13, [7.47, 12.16])
+    f = t["from_intensity_formula"]
+    assert f["T_threshold"] is None and f["at_ridge_high"] is None
+    assert f["at_ridge_low"] == pytest.approx(478.08 / 1.06)
+    assert t["from_inequality_as_written"]["T_threshold"] is None
+    assert (f["asymptotic_intensity"], t["from_inequality_as_written"]["asymptotic_intensity"]) == (8, 4)
+
+
 def test_thresholds_both_forms():
     # I_crit = 2, d_k = 16: formula T*16 > 2*(64 + 2T) -> T > 128/12; inequality 16T > 8(16+T) -> T > 16
     assert perf.threshold_T(16, 2.0, 2) == pytest.approx(128 / 12)
@@ -45,6 +56,55 @@ CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [4.0
             "levels": {"L2": {"capacity_bytes": 1 << 20, "GBps": 100.0},
                        "L3": {"capacity_bytes": 32 << 20, "GBps": 50.0},
                        "DRAM": {"capacity_bytes": None, "GBps": 20.0}}}
+
+
+def test_phase_27_bytes_from_the_lab_notation():
+    # T = 512, d_k = 16, h = 4. FLOPs of scores + av: 2 * h * 2 T^2 d_k; softmax 5 h T^2.
+    flops = 2 * 4 * 2 * 512**2 * 16 + 5 * 4 * 512**2                  # 72,351,744
+    lab_bytes = 2 * 4 * (8 * 512 * 16 + 4 * 512**2) + 4 * 8 * 512**2  # 17,301,504
+    fused = 4 * 4 * (4 * 512 * 16)  # Q, K, V read and out_h written, 4 T d_k fp32 each per head
+    assert (flops, lab_bytes, fused) == (72_351_744, 17_301_504, 524_288)
+    row = {"T": 512, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
+    perf.place_on_roofline(row, 64, 4, CEILINGS)
+    pv = perf.phase_27_preview(row, 64, 4, {**CEILINGS, "ridge": 5.0})
+    assert pv["flops"] == flops and pv["measured"]["bytes"] == lab_bytes
+    assert pv["without_materialising_A"]["bytes"] == fused
+    assert pv["bytes_reduction"] == pytest.approx(33.0) and round(pv["bytes_reduction"]) == 33
+    assert pv["without_materialising_A"]["intensity"] == pytest.approx(138.0, abs=0.01)
+    assert pv["without_materialising_A"]["bound_GFLOPS"] == 100.0  # past the ridge: pi
+
+
+def test_working_sets_by_hand_at_T64():
+    # fp32 arrays naive numpy reads or writes, d = 64, h = 4, T = 64 (4096 floats each (T, d)):
+    assert perf.working_set(64, 64, 4) == {
+        "qkv_proj": 4 * 7 * 4096,          # x, three weights, Q, K, V: 114,688
+        "scores": 4 * (2 * 4096 + 2 * 16384),  # Q, K, Q K^T, S: 163,840
+        "softmax": 4 * (5 * 16384 + 4096),  # S, Z, Z - m, E, A and the mask: 344,064
+        "av": 4 * (16384 + 2 * 4096),       # A, V, out_h: 98,304
+        "out_proj": 4 * (3 * 4096 + 4096)}  # out_h, its concat copy, out, W_O: 65,536
+
+
+def test_the_manifest_s_phase_27_figure_uses_each_op_s_own_level():
+    # A laptop-like case where the two rules disagree: scores at I = 7.5 is compute-bound against
+    # the L2 (ridge 100 / 80 = 1.25) but memory-bound against DRAM (ridge 100 / 10 = 10).
+    ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [10.0, 10.0],
+                "levels": {"L2": {"capacity_bytes": 64 << 20, "GBps": 80.0},
+                           "DRAM": {"capacity_bytes": None, "GBps": 10.0}}}
+    row = {"T": 512, "ops": {op: {"time_s": t} for op, t in zip(perf.OPS, (1, 2, 3, 4, 0))}}
+    row["ops"]["out_proj"]["time_s"] = 5.0  # seconds: 1 + 2 + 3 + 4 + 5 = 15
+    perf.place_on_roofline(row, 64, 4, ceilings)
+    assert [row["ops"][op]["level"] for op in perf.OPS] == ["L2"] * 5
+    res = {"config": {k: 0 for k in ("d_model", "n_heads", "T_sweep", "d_head", "repeats",
+                                     "min_time_s", "quick", "blas_threads", "workers", "seed")},
+           "sweep": [row], "date": "", "versions": {}, "hardware": {}, "threads": {},
+           "environment": {}, "heap": {"mode": "warm"}, "conditions": {"verdict": "quiet",
+                                                                       "reasons": []},
+           "ceilings": {**ceilings, "ridge": 10.0, "source": "measured", "depends_on": None}}
+    summary = perf.make_manifest(res, [])["results_summary"]
+    # Level rule: only the softmax (I = 0.625 < 1.25) is memory-bound: 3 of 15 s = 20 %.
+    # The DRAM rule would add scores and av (I < 10): 9 of 15 s = 60 %.
+    assert summary["phase_27_motivation_pct_memory"] == pytest.approx(20.0)
+    assert summary["softmax_pct_of_total_at_T_512"] == pytest.approx(20.0)
 
 
 def test_place_on_roofline_arithmetic():
@@ -72,51 +132,38 @@ def caches(**sizes):
 
 def test_copy_working_sets_fit_their_level_and_the_memory():
     # The lab's laptop: half of each data cache, and DRAM at 128 MiB, far past its 6 MiB L3.
-    lap = perf.copy_levels(caches(L1d="32K", L1i="32K", L2="256K", L3="6144K"), quick=False)
+    lap = perf.copy_levels(caches(L1d="32K", L1i="32K", L2="256K", L3="6144K"))
     assert [(n, lv["bytes"]) for n, lv in lap.items()] == [
         ("L1d", 16 << 10), ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
     assert lap["DRAM"]["past_llc"] is True
     # A 64 MiB L3: DRAM four times past it.
-    assert perf.copy_levels(caches(L3="65536K"), quick=False)["DRAM"]["bytes"] == 256 << 20
+    assert perf.copy_levels(caches(L3="65536K"))["DRAM"]["bytes"] == 256 << 20
     # A server's 480 MiB L3: four times past it would need 2 GiB. Every copy stays within
     # COPY_MAX_BYTES, and the DRAM copy says that it is not past the last level.
-    srv = perf.copy_levels(caches(L1d="48K", L2="2048K", L3="491520K"), quick=False)
+    srv = perf.copy_levels(caches(L1d="48K", L2="2048K", L3="491520K"))
     assert srv["L3"]["bytes"] == 240 << 20 and srv["DRAM"]["bytes"] == perf.COPY_MAX_BYTES
     assert srv["DRAM"]["past_llc"] is False and perf.COPY_MAX_BYTES <= 256 << 20
-    # No cache described: DRAM alone.
-    assert list(perf.copy_levels({"caches": {}}, quick=False)) == ["DRAM"]
-
-
-def test_beta_is_a_plateau_only_if_both_dram_sizes_agree():
-    spec = {"levels": {"DRAM": {"capacity_bytes": None, "bytes": 256 << 20,
-                                "check_bytes": 128 << 20}}, "threads": 2}
-
-    def workers(main, check):  # one repeat per worker: one thread, all threads
-        return [{"copy": {"DRAM": {"1": m / 2, "all": m}}, "copy_check": {"DRAM": {"1": c / 2, "all": c}},
-                 "matmul": {"512": 100.0}, "dot": 1.0} for m, c in zip(main, check)]
-    agree = perf.combine_ceilings(workers([30, 31, 32], [31, 33, 34]), spec)
-    dram = agree["levels"]["DRAM"]
-    assert dram["plateau"] is True and agree["beta_dram_GBps"] == 31
-    assert agree["beta_range_GBps"] == [30, 32]  # the repeats at the main size alone
-    # Tight repeats that do not overlap but agree within 10 %: still a plateau.
-    assert perf.combine_ceilings(workers([31, 31, 31], [33, 33.5, 34]), spec)["levels"]["DRAM"]["plateau"]
-    assert not perf.combine_ceilings(workers([31, 31, 31], [34.2, 34.5, 35]), spec)["levels"]["DRAM"]["plateau"]
-    apart = perf.combine_ceilings(workers([30, 31, 32], [52, 54, 55]), spec)
-    dram = apart["levels"]["DRAM"]
-    assert dram["plateau"] is False and dram["GBps_check"] == 54
-    # beta stays the main size's median; its interval spans both sizes
-    assert apart["beta_dram_GBps"] == 31 and apart["beta_range_GBps"] == [30, 55]
+    # No cache described: DRAM alone; --quick's small DRAM copy, checked at half its size.
+    assert list(perf.copy_levels({"caches": {}})) == ["DRAM"]
+    quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
+    assert (quick["bytes"], quick["check_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
+    # Only the last level is shared by every core, and copied by all of them.
+    assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
 
 
 def test_levels_and_the_lab_laptop():
     assert perf.level_of(1 << 20, CEILINGS["levels"]) == "L2"
     assert perf.level_of((1 << 20) + 1, CEILINGS["levels"]) == "L3"
     assert perf.level_of(33 << 20, CEILINGS["levels"]) == "DRAM"
-    lap = perf.lab_laptop_levels([64, 128, 256, 512], 64, 4)
+    lap = perf.on_lab_laptop([64, 128, 256, 512], 64, 4)
     # softmax: 4 (21 T^2) bytes against 6 MiB: 5.25 MiB at T=256 fits, 21 MiB at T=512 does not.
     assert lap["level_per_T"]["256"]["softmax"] == "L3" and lap["softmax_in_DRAM_at_T"] == [512]
     assert lap["softmax_spills_past_T"] == pytest.approx((6 * 2**20 / 84) ** 0.5)  # 273.7
     assert lap["level_per_T"]["64"]["qkv_proj"] == "L2"  # 4 (64*64 + 3*64*64 + 3*64*64) = 112 KiB
+    # The curriculum's pi 250 GFLOPS over beta 15-19 GB/s: a ridge of 13.2-16.7, beyond the
+    # 8 FLOP/byte that scores and av tend to: no threshold on the laptop either.
+    assert lap["ridge_range"] == pytest.approx([250 / 19, 250 / 15])
+    assert lap["T_threshold_at_ridge_low"] is None
 
 
 @pytest.mark.parametrize("doc,expect", [

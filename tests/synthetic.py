@@ -1,0 +1,73 @@
+"""Synthetic runs: a results.json as perf.py writes it, from per-op times chosen in a test, so that
+--compare, the pictures and the manifest can be tested on values worked out by hand instead of
+on whatever this machine measured."""
+import perf
+
+TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 ops at 512
+    64: {"qkv_proj": 0.030, "scores": 0.010, "softmax": 0.020, "av": 0.008, "out_proj": 0.012},
+    512: {"qkv_proj": 0.15, "scores": 0.90, "softmax": 3.00, "av": 0.40, "out_proj": 0.08},
+}
+STEPS = ("scores/matmul", "scores/scale", "softmax/mask_add", "softmax/max", "softmax/subtract",
+         "softmax/exp", "softmax/sum", "softmax/divide")
+
+
+def levels(beta):
+    return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
+                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_overhead_bound": False,
+                   "same_roof_as_DRAM": False},
+            "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
+                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_overhead_bound": False,
+                   "same_roof_as_DRAM": False},
+            "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
+                     "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
+                     "GBps_all_threads": beta, "GBps_check": beta, "plateau": True,
+                     "GBps_range": [0.9 * beta, 1.1 * beta]}}
+
+
+def op(seconds, worker_times):
+    spread = max(worker_times) / min(worker_times)
+    return {"time_s": seconds, "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
+            "p25_s": seconds, "p75_s": seconds, "min_s": seconds, "slow_fraction": 0.0,
+            "environment_tax": 0.0, "worker_times": worker_times, "worker_medians": worker_times,
+            "worker_spread": spread, "worker_time_spread": spread, "unstable": False}
+
+
+def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
+        cooperation=0.75, beta=20.0, pi=150.0, one_thread_ms=1.0, faults=2000.0, cpu="CPU A"):
+    """A full results.json. `workers`: each worker's time_s as a multiple of the headline."""
+    ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
+                "beta_peak_range": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
+                "pi_peak_range": [0.95 * pi, 1.05 * pi], "repeats": 20, "copy_threads": 2,
+                "levels": levels(beta), "matmul": {"n": 2048, "intensity": 2048 / 6}}
+    ceilings = perf.choose_ceilings(None, ceilings)
+    rows, default_rows = [], []
+    for T, ops in times_ms.items():
+        base = {"T": T, "n_inner": 10, "repeats": 100, "workers": len(workers),
+                "samples_below_min_time": 0, "accounting_gap": 0.01,
+                "instrumentation_overhead": 0.005, "instrumentation_overhead_ci95": [0.0, 0.01]}
+        secs = {k: ms / 1e3 for k, ms in ops.items()}
+        secs["total"] = sum(secs.values())
+        rows.append({**base, "page_faults_per_forward": 0.0,
+                     "ops": {k: op(s, [s * f for f in workers]) for k, s in secs.items()}})
+        default_rows.append({**base, "page_faults_per_forward": faults if T > 64 else 0.0,
+                             "ops": {k: op(1.5 * s, [1.5 * s * f for f in workers])
+                                     for k, s in secs.items()}})
+    for r in rows + default_rows:
+        perf.place_on_roofline(r, 64, 4, ceilings)
+    windows = [{"T": T, "windows": 10, "threads_over_one": cooperation, "slow_for_threads_only": 0,
+                "one_thread_ops": {k: one_thread_ms / 2e3 for k in perf.KEYS}} for T in times_ms]
+    cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
+           "repeats": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
+           "blas_threads": 2}
+    anatomy = [{s: {"seconds": 1e-4, "bytes": 1 << 22} for s in STEPS}] * len(workers)
+    conditions = perf.judge_conditions(perf.cooperation_check(windows, 2))
+    if verdict == "disturbed":
+        conditions.update(verdict="disturbed", reasons=list(reasons))
+    return {"experiment": "15-attention-perf", "date": "2026-12-03", "config": cfg,
+            "versions": {"python": "3", "numpy": "2"},
+            "hardware": {"cpu_model": cpu, "physical_cores": 2, "virtualized": True,
+                         "cpu_governor_at_run": "unavailable"},
+            "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
+            "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
+            "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
+            "analysis": perf.analyse(rows, cfg, ceilings, anatomy, windows)}

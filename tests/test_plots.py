@@ -1,0 +1,170 @@
+"""The pictures draw what results.json holds, and a stranger can read them: the bars are the
+JSON's times, the points sit at each op's intensity and GFLOPS, the roofline's legend stays short,
+no marker hides another and no text covers another; --replot redraws from the file alone."""
+import json
+import struct
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.collections import PathCollection
+from matplotlib.text import Text
+
+import perf
+import synthetic
+from conftest import EXP, run_perf
+
+SIX_T = {T: {op: ms * (T / 512) ** 1.6 for op, ms in synthetic.TIMES_MS[512].items()}
+         for T in (64, 128, 256, 512, 1024, 2048)}
+
+
+def committed():
+    return json.loads((EXP / "results.json").read_text())
+
+
+def awkward():
+    """Points that coincide (scores and av at one place), a DRAM copy with no plateau and not
+    past the L3, an L3 with no roof of its own, a disturbed run with long reasons."""
+    res = synthetic.run(times_ms={64: {**synthetic.TIMES_MS[64], "av": 0.010},
+                                  512: {**synthetic.TIMES_MS[512], "av": 0.90}},
+                        verdict="disturbed", reasons=[
+                            "other processes used 1.02 CPUs on average while the sweep ran, and "
+                            "the run left 0 free (limit 0.25)",
+                            "2 BLAS threads took 1.32x one thread's time on scores + av at T = 512"
+                            " (limit 0.9): the cores are not cooperating now"])
+    res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
+    res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
+    return res
+
+
+CASES = {"committed": committed, "synthetic": synthetic.run, "six_T": lambda: synthetic.run(SIX_T),
+         "awkward": awkward}
+
+
+@pytest.fixture(params=CASES)
+def res(request):
+    return CASES[request.param]()
+
+
+def close_after(fig):
+    plt.close(fig)
+
+
+def test_the_stacked_bars_are_the_json_s_times(res):
+    fig = perf.plot_perf(res)
+    ax = fig.axes[0]
+    bars = ax.containers
+    for i, op in enumerate(perf.OPS):
+        np.testing.assert_allclose([b.get_height() for b in bars[i]],
+                                   [r["ops"][op]["time_s"] * 1e3 for r in res["sweep"]])
+    tops = [sum(b.get_height() for b in col) for col in zip(*bars[:5])]
+    np.testing.assert_allclose(tops, [r["forward_s"] * 1e3 for r in res["sweep"]])
+    labels = {t.get_text().split(" ms")[0] for t in fig.findobj(Text) if " ms\n" in t.get_text()}
+    assert {f"{r['forward_s'] * 1e3:.3f}" for r in res["sweep"]} <= labels  # one definition
+    default = {r["T"]: r["forward_s"] * 1e3 for r in res["sweep_default_heap"]}
+    drawn = [b.get_height() for b in bars[5]]
+    top = ax.get_ylim()[1]
+    for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale
+        assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and h >= top / 1.2)
+    close_after(fig)
+
+
+def test_the_roofline_points_sit_at_intensity_and_gflops(res):
+    fig = perf.plot_roofline(res)
+    ax = fig.axes[0]
+    for op in perf.OPS:
+        rgba = mcolors.to_rgba(perf.COLORS[op])
+        rings = [c for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())
+                 and np.allclose(c.get_edgecolor()[0], rgba) and not c.get_facecolor().any()]
+        assert len(rings) == 1, op
+        np.testing.assert_allclose(rings[0].get_offsets(), [
+            (r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"]])
+    assert len(ax.get_legend().get_texts()) <= 14
+    close_after(fig)
+
+
+def markers(fig):
+    """(x, y, diameter in px, hollow) of every data marker of the figure's axes."""
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        for c in ax.collections:
+            if not isinstance(c, PathCollection) or not len(c.get_offsets()):
+                continue
+            xy = ax.transData.transform(c.get_offsets())
+            sizes = np.broadcast_to(c.get_sizes(), len(xy))
+            hollow = not c.get_facecolor().any()
+            out += [(x, y, np.sqrt(s) * fig.dpi / 72, hollow) for (x, y), s in zip(xy, sizes)]
+    return out
+
+
+def test_no_marker_hides_another(res):
+    fig = perf.plot_roofline(res)
+    found = markers(fig)
+    for i, a in enumerate(found):
+        for b in found[i + 1:]:
+            if np.hypot(a[0] - b[0], a[1] - b[1]) <= 3:
+                big, small = (a, b) if a[2] >= b[2] else (b, a)
+                assert big[3] and big[2] >= 1.5 * small[2] * 0.999, (a, b)
+    close_after(fig)
+
+
+def text_boxes(fig):
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + fig.legends
+    inside = {t for lg in legends for t in lg.findobj(Text)}
+    undrawn = set()  # tick labels of ticks outside the view limits exist but are not drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not lo - 1e-9 * abs(lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi):
+                    undrawn |= {tick.label1, tick.label2}
+    boxes = [("legend", lg.get_window_extent(r)) for lg in legends]
+    return boxes + [(t.get_text(), t.get_window_extent(r)) for t in fig.findobj(Text)
+                    if t not in inside and t not in undrawn and t.get_visible()
+                    and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("plot", [perf.plot_perf, perf.plot_roofline])
+def test_no_text_covers_another_or_leaves_the_figure(res, plot):
+    fig = plot(res)
+    boxes, W, H = text_boxes(fig), fig.bbox.width, fig.bbox.height
+    for text, b in boxes:
+        assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= W + 1 and b.y1 <= H + 1, text
+    for i, (t1, b1) in enumerate(boxes):
+        for t2, b2 in boxes[i + 1:]:
+            overlap = min(b1.x1, b2.x1) - max(b1.x0, b2.x0), min(b1.y1, b2.y1) - max(b1.y0, b2.y0)
+            assert min(overlap) <= 1, f"{t1!r} overlaps {t2!r}"
+    close_after(fig)
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_replot_redraws_from_results_alone(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(synthetic.run()))
+    assert perf.main(["--replot", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["perf.png", "results.json",
+                                                          "roofline.png"]
+    assert png_size(tmp_path / "perf.png")[0] >= 1500 and png_size(tmp_path / "roofline.png")[0] >= 1400
+
+
+def test_replot_bad_input_one_line_exit_2(tmp_path):
+    cases = {"missing": None, "corrupt": "{not json", "wrong": '{"sweep": []}',
+             "partial": '{"experiment": "15-attention-perf", "sweep": [{"T": 64, "ops": {}}]}'}
+    for name, text in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "perf.png").write_bytes(b"earlier")
+        if text is not None:
+            (d / "results.json").write_text(text)
+        proc = run_perf("--replot", "--out", str(d))  # from the shell: no traceback either
+        assert proc.returncode == 2, name
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert (d / "perf.png").read_bytes() == b"earlier"
