@@ -63,7 +63,6 @@ LAB = [
         *(num(op(r, T, "scores")["intensity"], 2) for T in (64, 128, 256, 512)))),
     ("the lab's threshold is **{}**", lambda r, m: num(THR(r)["from_intensity_formula"]["T_threshold"], 1)),
     ("because the ridge lies just beyond {}.", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
-    ("come with intervals ({} repeats each)", lambda r, m: str(C(r)["repeats"])),
     ("runs from **{}** to", lambda r, m: num(C(r)["ridge_range"][0], 2)),
     ("to **{}** FLOP/byte. At its low", lambda r, m: num(C(r)["ridge_range"][1], 2)),
     ("a threshold of T = **{}** (every T", lambda r, m: num(THR(r)["from_intensity_formula"]["at_ridge_low"], 1)),
@@ -111,6 +110,8 @@ LAB = [
     ("dominate | **yes** | {} % |", lambda r, m: pct(OBS(r, 1)["T2_ops_share"])),
     ("| The softmax is never the smallest op | **{}** |", lambda r, m: word(OBS(r, 2)["held"])),
     ("qkv_proj alone holds **{} %** of the FLOPs", lambda r, m: pct(op(r, 64, "qkv_proj")["flop_share"])),
+    ("three small BLAS matmuls (**{} ms** together)", lambda r, m: ms(op(r, 64, "qkv_proj")["time_s"])),
+    ("take **{} ms**. Time follows", lambda r, m: ms(op(r, 64, "softmax")["time_s"])),
     ("the softmax holds **{} %** of the FLOPs", lambda r, m: pct(op(r, 512, "softmax")["flop_share"])),
     ("FLOPs and **{} %** of the time", lambda r, m: pct(op(r, 512, "softmax")["time_share"])),
     # findings
@@ -257,6 +258,9 @@ FWD = lambda r, T, rows="sweep": row(r, T, rows)["forward_s"]  # noqa: E731
 CLAIMS = [
     ("experiments/15-attention-perf/README.md", "Why scores costs twice av",
      lambda r, m: 1.8 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] <= 2.3),
+    ("experiments/15-attention-perf/README.md", "the five times the lab's bytes come second",
+     lambda r, m: 4.5 <= r["analysis"]["anatomy"]["softmax_bytes_all_steps"]
+     / r["analysis"]["anatomy"]["softmax_bytes_lab_model"] < 5.5),
     ("experiments/15-attention-perf/README.md", "it is the *largest* at every T",
      lambda r, m: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}),
     ("experiments/15-attention-perf/README.md", "At T = 64 nothing faults",
