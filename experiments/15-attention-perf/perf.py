@@ -1220,8 +1220,8 @@ def footer(fig, res):
     hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
     text = (f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' if hw['virtualized'] else ''})"
             f" | BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
-            f" | time_s: 25th percentile of {cfg['repeats']} samples of >= "
-            f"{cfg['min_time_s'] * 1e3:g} ms from {cfg['workers']} processes"
+            f" | time_s: 25th percentile of {cfg['repeats']} samples (each >= "
+            f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} processes"
             + " | --quick: smoke test, not a measurement" * cfg["quick"])
     verdict = f"run conditions: {cond['verdict']}" + "".join(f"; {r}" for r in cond["reasons"])
     text += "\n" + "\n".join(textwrap.wrap(verdict, int(fig.get_figwidth() * 72 / 4.3)))
@@ -1283,16 +1283,16 @@ def plot_perf(res):
         for label in labels[:2 * len(small)]:  # read in the inset, not on the flat bars
             label.set_visible(False)
     ax.set_ylabel("time per forward (ms)")
-    ax.set_title("Time per forward: warm heap (bars), default heap (hatched)", fontsize=11)
+    ax.set_title("Time per forward (bars); with glibc's default heap (hatched)", fontsize=11)
     for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
         bottom = np.zeros(len(rows))
         for op in OPS:
             s = np.array([100 * r["ops"][op][key] for r in rows])
             for bar, v in zip(ax2.bar(np.arange(len(rows)) + dx, s, 0.36, bottom=bottom,
-                                      color=COLORS[op], alpha=alpha), s):
-                if v >= 7:
+                                      color=COLORS[op], alpha=alpha, edgecolor="white"), s):
+                if v >= 3:
                     ax2.annotate(f"{v:.0f}", bar.get_center(), ha="center", va="center",
-                                 fontsize=7, color="white")
+                                 fontsize=7 if v >= 7 else 6, color="white" if alpha == 1 else "0")
             bottom += s
     ax2.set_xticks(range(len(rows)), [f"T={r['T']}\ntime | FLOPs" for r in rows], fontsize=8.5)
     ax2.set(ylabel="share of the forward (%)", ylim=(0, 100))
@@ -1349,15 +1349,14 @@ def draw_roofs(ax, res, xs):
             else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
-        if name != "DRAM" and not lv["same_roof_as_DRAM"]:
+        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_overhead_bound"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
-            handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1,
-                               ls=next(styles), label=f"{name} copy, {size}: {lv['GBps']:.0f} GB/s"
-                               + (" (numpy's call overhead)" if lv["call_overhead_bound"] else ""))
+            handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
+                styles), label=f"{name} roof: {lv['GBps']:.0f} GB/s ({size} copied)")
     r_lo, r_hi = c["ridge_range"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B, interval {r_lo:.2f}-{r_hi:.2f}:\n"
-        "  ops inside it are 'near the ridge'")))
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's intervals, {r_lo:.2f}-{r_hi:.2f}:"
+        "\n  ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
 
@@ -1377,7 +1376,7 @@ def draw_points(ax, res):
     rings = tuple(ax.scatter([], [], s=(5 * 1.5**i)**2, facecolors="none", edgecolors="0.3")
                   for i in range(len(res["sweep"])))
     ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
-               marker="P", s=45, color="0.45", zorder=5)
+               marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
     return [ring_key] + entries, HandlerTuple(ndivide=None, pad=0.3)
 
@@ -1393,17 +1392,17 @@ def plot_roofline(res):
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
-    entries = [(h, h.get_label()) for h in draw_roofs(ax, res, xs)]
-    points, handler = draw_points(ax, res)
-    entries += points + [
+    roofs = [(h, h.get_label()) for h in draw_roofs(ax, res, xs)]
+    points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
+    entries = points + [
         (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"scores + softmax + av at T={pv['T']}, measured: I = {m['intensity']:.2f}"),
+         f"scores + softmax + av at T={pv['T']}, measured: I = {m['intensity']:.2f}")] + roofs + [
         (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
-         f"the same, A never written (Phase 27): {pv['bytes_reduction']:.0f}x fewer\n"
+         f"the same, A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
          f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
     ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
-                arrowprops={"arrowstyle": "->", "ls": "--", "color": "black", "lw": 1})
+                arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
               bbox_to_anchor=(0.5, -0.1), frameon=False, ncol=2, labelspacing=0.7,
               handlelength=5.5, columnspacing=1.5)
