@@ -34,7 +34,6 @@ def window(r, T):
     return next(w for w in r["analysis"]["threading_windows"] if w["T"] == T)
 
 
-A = lambda r: r["analysis"]  # noqa: E731
 C = lambda r: r["ceilings"]  # noqa: E731
 THR = lambda r: r["analysis"]["scores_av_threshold"]  # noqa: E731
 LAP = lambda r: r["analysis"]["on_lab_laptop"]  # noqa: E731
@@ -136,10 +135,7 @@ LAB = [
     ("the L2 copy reads **{} GB/s**", lambda r, m: num(LV(r, "L2")["GBps"], 1)),
     # how it was run
     ("The default run took **{} s** here.", lambda r, m: num(r["run_wall_s"], 1)),
-    ("L2 {} KiB per core, L3 {} MiB shared", lambda r, m: None),  # replaced below
-]
-LAB[-1] = ("{} per core", lambda r, m: "L2 {} KiB".format(int(r["hardware"]["caches"]["L2"]["size"][:-1])))
-LAB += [
+    ("{} per core", lambda r, m: "L2 {} KiB".format(int(r["hardware"]["caches"]["L2"]["size"][:-1]))),
     ("L3 {} MiB shared", lambda r, m: str(int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10)),
     ("{} cores (no SMT)", lambda r, m: str(r["hardware"]["physical_cores"])),
     ("It ran on a {}-core KVM", lambda r, m: str(r["hardware"]["physical_cores"])),

@@ -47,10 +47,6 @@ def res(request):
     return CASES[request.param]()
 
 
-def close_after(fig):
-    plt.close(fig)
-
-
 def test_the_stacked_bars_are_the_json_s_times(res):
     fig = perf.plot_perf(res)
     ax = fig.axes[0]
@@ -67,7 +63,7 @@ def test_the_stacked_bars_are_the_json_s_times(res):
     top = ax.get_ylim()[1]
     for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale
         assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and h >= top / 1.2)
-    close_after(fig)
+    plt.close(fig)
 
 
 def test_the_roofline_points_sit_at_intensity_and_gflops(res):
@@ -81,7 +77,7 @@ def test_the_roofline_points_sit_at_intensity_and_gflops(res):
         np.testing.assert_allclose(rings[0].get_offsets(), [
             (r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"]])
     assert len(ax.get_legend().get_texts()) <= 14
-    close_after(fig)
+    plt.close(fig)
 
 
 def markers(fig):
@@ -107,7 +103,7 @@ def test_no_marker_hides_another(res):
             if np.hypot(a[0] - b[0], a[1] - b[1]) <= 3:
                 big, small = (a, b) if a[2] >= b[2] else (b, a)
                 assert big[3] and big[2] >= 1.5 * small[2] * 0.999, (a, b)
-    close_after(fig)
+    plt.close(fig)
 
 
 def text_boxes(fig):
@@ -138,7 +134,7 @@ def test_no_text_covers_another_or_leaves_the_figure(res, plot):
         for t2, b2 in boxes[i + 1:]:
             overlap = min(b1.x1, b2.x1) - max(b1.x0, b2.x0), min(b1.y1, b2.y1) - max(b1.y0, b2.y0)
             assert min(overlap) <= 1, f"{t1!r} overlaps {t2!r}"
-    close_after(fig)
+    plt.close(fig)
 
 
 def png_size(path):
