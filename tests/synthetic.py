@@ -9,6 +9,7 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 }
 STEPS = ("scores/matmul", "scores/scale", "softmax/mask_add", "softmax/max", "softmax/subtract",
          "softmax/exp", "softmax/sum", "softmax/divide")
+WHOLE = ("scores/whole", "softmax/whole")
 
 
 def levels(beta):
@@ -21,29 +22,30 @@ def levels(beta):
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
                      "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
                      "GBps_all_threads": beta, "GBps_check": beta, "plateau": True,
-                     "GBps_range": [0.9 * beta, 1.1 * beta]}}
+                     "GBps_interval": [0.9 * beta, 1.1 * beta], "repeats": 20, "threads": "all"}}
 
 
 def op(seconds, worker_times):
     spread = max(worker_times) / min(worker_times)
     return {"time_s": seconds, "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
-            "p25_s": seconds, "p75_s": seconds, "min_s": seconds, "slow_fraction": 0.0,
-            "environment_tax": 0.0, "worker_times": worker_times, "worker_medians": worker_times,
-            "worker_spread": spread, "worker_time_spread": spread, "unstable": False}
+            "p75_s": seconds, "min_s": seconds, "worker_times": worker_times,
+            "worker_spread": spread, "unstable": False}
 
 
 def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
-        cooperation=0.75, beta=20.0, pi=150.0, one_thread_ms=1.0, faults=2000.0, cpu="CPU A"):
+        cooperation=0.75, beta=20.0, pi=150.0, one_thread_ms=1.0, faults=2000.0, cpu="CPU A",
+        dispatch=("X86_V3",)):
     """A full results.json. `workers`: each worker's time_s as a multiple of the headline."""
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
-                "beta_peak_range": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
-                "pi_peak_range": [0.95 * pi, 1.05 * pi], "repeats": 20, "copy_threads": 2,
-                "levels": levels(beta), "matmul": {"n": 2048, "intensity": 2048 / 6}}
+                "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
+                "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
+                "copy_threads": 2, "levels": levels(beta),
+                "matmul": {"n": 2048, "intensity": 2048 / 6}}
     ceilings = perf.choose_ceilings(None, ceilings)
     rows, default_rows = [], []
     for T, ops in times_ms.items():
-        base = {"T": T, "n_inner": 10, "repeats": 100, "workers": len(workers),
-                "samples_below_min_time": 0, "accounting_gap": 0.01,
+        base = {"T": T, "forwards_per_sample": [10, 11], "samples": 100, "workers": len(workers),
+                "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_ci95": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         secs["total"] = sum(secs.values())
@@ -54,19 +56,26 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                                      for k, s in secs.items()}})
     for r in rows + default_rows:
         perf.place_on_roofline(r, 64, 4, ceilings)
-    windows = [{"T": T, "windows": 10, "threads_over_one": cooperation, "slow_for_threads_only": 0,
+    windows = [{"T": T, "windows": 10, "threads_over_one": cooperation,
+                "scores_av_one_thread_s": one_thread_ms / 1e3,
+                "scores_av_all_threads_s": cooperation * one_thread_ms / 1e3,
                 "one_thread_ops": {k: one_thread_ms / 2e3 for k in perf.KEYS}} for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
-           "repeats": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
+           "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
            "blas_threads": 2}
-    anatomy = [{s: {"seconds": 1e-4, "bytes": 1 << 22} for s in STEPS}] * len(workers)
-    conditions = perf.judge_conditions(perf.cooperation_check(windows, 2))
+    anatomy = [{**{s: {"seconds": 1e-4, "bytes": 1 << 22, "batch_s": 0.05} for s in STEPS},
+                **{s: {"seconds": 4e-4, "bytes": None, "batch_s": 0.05} for s in WHOLE}}
+               ] * len(workers)
+    conditions = perf.verdict_of(perf.cooperation_check(windows, 2))
     if verdict == "disturbed":
-        conditions.update(verdict="disturbed", reasons=list(reasons))
+        conditions.update(verdict="disturbed", failed=[
+            {"check": "threads_cooperate", "reason": r, "remedy": "rerun later", "do": "rerun later"}
+            for r in reasons])
     return {"experiment": "15-attention-perf", "date": "2026-12-03", "config": cfg,
             "versions": {"python": "3", "numpy": "2"},
-            "hardware": {"cpu_model": cpu, "physical_cores": 2, "virtualized": True,
-                         "cpu_governor_at_run": "unavailable"},
+            "hardware": {"cpu_model": cpu, "vendor": "GenuineIntel", "family": 6, "model": 143,
+                         "numpy_dispatch_used": list(dispatch), "physical_cores": 2,
+                         "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,

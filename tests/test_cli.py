@@ -25,7 +25,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
                                                      "roofline.png"]
     assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
     for r in res["sweep"]:  # Block B: mean and std per op, from every worker's samples
-        assert r["workers"] == 2 and r["repeats"] == 6
+        assert r["workers"] == 2 and r["samples"] == 6
         for k in OPS + ["total"]:
             assert {"mean_s", "std_s", "time_s"} <= set(r["ops"][k])
             assert len(r["ops"][k]["worker_times"]) == 2
@@ -39,6 +39,37 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
                                            "phase_27_motivation_pct_memory"}
     assert {"python", "numpy"} <= set(man["versions"]) and man["experiment"] == "15-attention-perf"
     assert not any(p.name.startswith(".") for p in out.iterdir())
+
+
+def test_every_sample_lasted_min_time_and_says_so(quick_run):
+    res = quick_run[1]
+    for r in res["sweep"] + res["sweep_default_heap"]:  # the one-thread samples included
+        assert r["samples_below_min_time"] == 0, r["T"]
+        assert r["shortest_sample_s"] >= res["config"]["min_time_s"]
+    assert res["analysis"]["anatomy"]["shortest_batch_s"] >= res["config"]["min_time_s"]
+
+
+def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
+    hog_exe = tmp_path / "cpu-hog"  # the process's name is its executable's
+    hog_exe.symlink_to(sys.executable)
+    hog = subprocess.Popen([str(hog_exe), "-c", "while True: pass"])
+    try:
+        while sum(psutil.Process(hog.pid).cpu_times()[:2]) < 0.2:
+            time.sleep(0.05)
+        proc = run_perf("--quick", "--T", "64", "128", "--repeats", "4", "--workers", "2",
+                        "--threads", str(psutil.cpu_count(logical=False)), "--out", str(tmp_path))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert proc.returncode == 0, proc.stderr
+    cond = json.loads((tmp_path / "results.json").read_text())["conditions"]
+    assert cond["other_processes"][0][0] == "cpu-hog"
+    failed = {f["check"]: f for f in cond["failed"]}
+    assert failed["other_processes_cpus"]["remedy"].startswith("close cpu-hog (")
+    assert failed["other_processes_cpus"]["do"] == "close cpu-hog"
+    assert "what to do: close cpu-hog (" in proc.stdout
+    # The run's own processes (a python parent and its workers, a CPU each) are never listed.
+    assert not any(name.startswith("python") and cpus > 0.1 for name, cpus in cond["other_processes"])
 
 
 def test_the_manifest_governor_is_every_cpu_s(quick_run):
@@ -101,19 +132,18 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T": [64], "min_time": 0.002,
-            "threads_limit": None, "heap": "default", "loops": None, "rounds": 1,
-            "interleave": True, "pairs": False, "one_thread_rounds": [], "anatomy_T": None,
-            "ceilings": None, **kw}
+            "threads_limit": None, "heap": "default", "rounds": 1, "interleave": True,
+            "overhead": False, "one_thread_rounds": [], "anatomy_T": None, "ceilings": None, **kw}
 
 
 def test_the_thread_limit_reaches_the_worker():
-    assert perf.run_task(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
+    assert perf.spawn_worker(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
 
 
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
     start = time.perf_counter()
     with pytest.raises(perf.RunError, match="gave no result within 1 s"):
-        perf.run_task(tiny_task(rounds=10**6), False, timeout=1)
+        perf.spawn_worker(tiny_task(rounds=10**6), False, timeout=1)
     assert time.perf_counter() - start < 10
 
 
@@ -122,7 +152,7 @@ def test_a_worker_that_exits_0_without_a_result(tmp_path, monkeypatch):
     script.write_text("import sys; sys.stdin.read()\n")
     monkeypatch.setattr(perf, "__file__", str(script))
     with pytest.raises(perf.RunError, match="wrote no result"):
-        perf.run_task(tiny_task(), False, 30)
+        perf.spawn_worker(tiny_task(), False, 30)
 
 
 def test_a_bad_task_on_a_worker_s_stdin():
@@ -230,12 +260,13 @@ def test_roofline_flag_and_phase1_manifest_set_depends_on_and_titles_follow_the_
     (repo / "experiments" / "01-roofline").mkdir(parents=True)
     (repo / perf.PHASE1_MANIFEST).write_text(json.dumps({"beta_peak_GBps": 15, "pi_peak_GFLOPS": 240}))
     monkeypatch.setattr(perf, "REPO", repo)
-    man = perf.make_manifest(perf.run(perf.parse_args(TINY + ["--out", str(tmp_path)])), [])
+    man = perf.make_manifest(perf.run_lab(perf.parse_args(TINY + ["--out", str(tmp_path)]), []),
+                             [])
     assert man["depends_on"] == "experiments/01-roofline/manifest.json"
     assert man["ceilings_source"] == "phase1" and man["ridge_intensity"] == 16
 
 
-@pytest.mark.parametrize("fail", ["fsync 2", "replace 1", "replace 2", "replace 3", "replace 4"])
+@pytest.mark.parametrize("fail", ["fsync 1", "fsync 2", "replace 1", "replace 2"])
 def test_the_atomic_write_keeps_the_old_pair_whichever_step_fails(tmp_path, monkeypatch, fail):
     old = {"results.json": b"old results", "manifest.json": b"old manifest"}
     for name, data in old.items():

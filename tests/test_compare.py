@@ -58,19 +58,27 @@ def test_share_change_in_percentage_points():
     assert r[512, "softmax"]["share_pp"] == pytest.approx(100 * (b - a))
 
 
+def signals(a, b):
+    return perf.state_signals(a, b, perf.compare_facts(a, b, 512))
+
+
 def test_a_disturbed_run_against_a_quiet_one_names_the_signal():
     reason = "2 BLAS threads took 1.32x one thread's time on scores + av at T = 512"
     quiet = synthetic.run(cooperation=0.75)
     bad = synthetic.run(cooperation=1.32, verdict="disturbed", reasons=[reason])
-    signals = perf.machine_state(quiet, bad, 512)
-    assert f"B was disturbed: {reason}" in signals
-    assert "threads over one thread (scores + av): 0.75 in A, 1.32 in B" in signals
+    assert signals(quiet, bad) == ["threads over one thread (scores + av): 0.75 in A, 1.32 in B",
+                                   f"B was disturbed: {reason}"]
     # The DRAM copy 1.3x faster in B: another state of the machine, not the code.
-    assert perf.machine_state(quiet, synthetic.run(beta=26.0), 512) == [
-        "DRAM copy (GB/s): 20.00 in A, 26.00 in B", "DRAM copy, one thread (GB/s): 14.00 in A, "
-        "18.20 in B"]
-    assert perf.machine_state(quiet, synthetic.run(cpu="CPU B"), 512) == ["CPU: CPU A in A, CPU B in B"]
-    assert perf.machine_state(quiet, quiet, 512) == []
+    assert signals(quiet, synthetic.run(beta=26.0)) == [
+        "DRAM copy, one thread (GB/s): 14.00 in A, 18.20 in B", "beta (GB/s): 20.00 in A, "
+        "26.00 in B"]
+    # One brand name, two CPUs: the family and model, and the SIMD kernels numpy runs, differ.
+    other = synthetic.run(dispatch=("X86_V3", "X86_V4"))
+    other["hardware"]["model"] = 17
+    assert signals(quiet, other) == [
+        "cpu: CPU A (GenuineIntel, family 6, model 143) in A, CPU A (GenuineIntel, family 6, "
+        "model 17) in B", "numpy's SIMD kernels: X86_V3 in A, X86_V3 X86_V4 in B"]
+    assert signals(quiet, quiet) == []
 
 
 def test_through_the_command_line(tmp_path, capsys):

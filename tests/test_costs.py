@@ -52,7 +52,7 @@ def test_thresholds_both_forms():
     assert perf.threshold_T(16, 9.0, 2) is None and perf.threshold_T(16, 8.0, 2) is None
 
 
-CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [4.0, 6.0],
+CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_interval": [4.0, 6.0],
             "levels": {"L2": {"capacity_bytes": 1 << 20, "GBps": 100.0},
                        "L3": {"capacity_bytes": 32 << 20, "GBps": 50.0},
                        "DRAM": {"capacity_bytes": None, "GBps": 20.0}}}
@@ -87,18 +87,18 @@ def test_working_sets_by_hand_at_T64():
 def test_the_manifest_s_phase_27_figure_uses_each_op_s_own_level():
     # A laptop-like case where the two rules disagree: scores at I = 7.5 is compute-bound against
     # the L2 (ridge 100 / 80 = 1.25) but memory-bound against DRAM (ridge 100 / 10 = 10).
-    ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [10.0, 10.0],
+    ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_interval": [10.0, 10.0],
                 "levels": {"L2": {"capacity_bytes": 64 << 20, "GBps": 80.0},
                            "DRAM": {"capacity_bytes": None, "GBps": 10.0}}}
     row = {"T": 512, "ops": {op: {"time_s": t} for op, t in zip(perf.OPS, (1, 2, 3, 4, 0))}}
     row["ops"]["out_proj"]["time_s"] = 5.0  # seconds: 1 + 2 + 3 + 4 + 5 = 15
     perf.place_on_roofline(row, 64, 4, ceilings)
     assert [row["ops"][op]["level"] for op in perf.OPS] == ["L2"] * 5
-    res = {"config": {k: 0 for k in ("d_model", "n_heads", "T_sweep", "d_head", "repeats",
+    res = {"config": {k: 0 for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
                                      "min_time_s", "quick", "blas_threads", "workers", "seed")},
            "sweep": [row], "date": "", "versions": {}, "hardware": {}, "threads": {},
            "environment": {}, "heap": {"mode": "warm"}, "conditions": {"verdict": "quiet",
-                                                                       "reasons": []},
+                                                                       "failed": []},
            "ceilings": {**ceilings, "ridge": 10.0, "source": "measured", "depends_on": None}}
     summary = perf.make_manifest(res, [])["results_summary"]
     # Level rule: only the softmax (I = 0.625 < 1.25) is memory-bound: 3 of 15 s = 20 %.
@@ -131,10 +131,11 @@ def caches(**sizes):
 
 
 def test_copy_working_sets_fit_their_level_and_the_memory():
-    # The lab's laptop: half of each data cache, and DRAM at 128 MiB, far past its 6 MiB L3.
+    # The lab's laptop: half of each data cache past L1 (a copy that fits an L1 times numpy's
+    # per-call overhead), and DRAM at 128 MiB, far past its 6 MiB L3.
     lap = perf.copy_levels(caches(L1d="32K", L1i="32K", L2="256K", L3="6144K"))
     assert [(n, lv["bytes"]) for n, lv in lap.items()] == [
-        ("L1d", 16 << 10), ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
+        ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
     assert lap["DRAM"]["past_llc"] is True
     # A 64 MiB L3: DRAM four times past it.
     assert perf.copy_levels(caches(L3="65536K"))["DRAM"]["bytes"] == 256 << 20
@@ -148,22 +149,26 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
     assert (quick["bytes"], quick["check_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
     # Only the last level is shared by every core, and copied by all of them.
-    assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
+    assert [lv["shared"] for lv in lap.values()] == [False, True, True]
 
 
 def test_levels_and_the_lab_laptop():
-    assert perf.level_of(1 << 20, CEILINGS["levels"]) == "L2"
-    assert perf.level_of((1 << 20) + 1, CEILINGS["levels"]) == "L3"
-    assert perf.level_of(33 << 20, CEILINGS["levels"]) == "DRAM"
-    lap = perf.on_lab_laptop([64, 128, 256, 512], 64, 4)
+    # Each op's level: the smallest whose capacity holds its working set. The softmax's
+    # 4 (21 T^2) bytes: 344,064 at T = 64 (the 1 MiB L2), 1,376,256 at T = 128 (past it, in the
+    # 32 MiB L3), 88 MB at T = 1024 (past every level: DRAM).
+    level = {}
+    for T in (64, 128, 1024):
+        row = {"T": T, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
+        level[T] = perf.place_on_roofline(row, 64, 4, CEILINGS)["ops"]["softmax"]["level"]
+    assert level == {64: "L2", 128: "L3", 1024: "DRAM"}
+    lap = perf.on_lab_laptop(4)
     # softmax: 4 (21 T^2) bytes against 6 MiB: 5.25 MiB at T=256 fits, 21 MiB at T=512 does not.
-    assert lap["level_per_T"]["256"]["softmax"] == "L3" and lap["softmax_in_DRAM_at_T"] == [512]
     assert lap["softmax_spills_past_T"] == pytest.approx((6 * 2**20 / 84) ** 0.5)  # 273.7
-    assert lap["level_per_T"]["64"]["qkv_proj"] == "L2"  # 4 (64*64 + 3*64*64 + 3*64*64) = 112 KiB
+    assert perf.working_set(256, 64, 4)["softmax"] < 6 << 20 < perf.working_set(512, 64, 4)["softmax"]
     # The curriculum's pi 250 GFLOPS over beta 15-19 GB/s: a ridge of 13.2-16.7, beyond the
     # 8 FLOP/byte that scores and av tend to: no threshold on the laptop either.
     assert lap["ridge_range"] == pytest.approx([250 / 19, 250 / 15])
-    assert lap["T_threshold_at_ridge_low"] is None
+    assert perf.threshold_T(16, lap["ridge_range"][0], 2) is None
 
 
 @pytest.mark.parametrize("doc,expect", [

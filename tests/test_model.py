@@ -97,8 +97,13 @@ def test_each_timer_wraps_its_own_op(monkeypatch, slow):
 def test_anatomy_steps_mirror_the_ops_and_count_their_bytes(monkeypatch):
     x, mha = inputs(64)
     steps = perf.anatomy_steps(x, mha, perf.causal_mask(64))
-    assert list(steps) == ["scores/matmul", "scores/scale", "softmax/mask_add", "softmax/max",
-                           "softmax/subtract", "softmax/exp", "softmax/sum", "softmax/divide"]
+    assert list(steps) == ["scores/matmul", "scores/scale", "scores/whole", "softmax/mask_add",
+                           "softmax/max", "softmax/subtract", "softmax/exp", "softmax/sum",
+                           "softmax/divide", "softmax/whole"]
+    # Each op whole, alone: the forward's own function, its bytes not counted as a pass.
+    np.testing.assert_array_equal(steps["softmax/whole"][0](), perf.softmax(
+        perf.scores(*perf.qkv_proj(x, mha)[:2], 4), perf.causal_mask(64)))
+    assert steps["scores/whole"][1] is None and steps["softmax/whole"][1] is None
     big = 4 * 64 * 64 * 4  # one (h, T, T) fp32 array: 64 KiB
     assert steps["scores/matmul"][1] == 2 * 64 * 64 * 4 + big  # Q and K read, Q K^T written
     assert [steps[f"softmax/{s}"][1] for s in ("mask_add", "max", "subtract", "exp", "sum",

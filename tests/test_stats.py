@@ -1,7 +1,10 @@
-"""The statistics the headline and the findings rest on, each against values worked out by hand
-in the test: the 25th percentile, the slow fraction, the environment tax, the spread between
-workers, the timer-overhead interval, the one-thread windows, calibration, the copy ceilings and
-the plateau rule."""
+"""The statistics the headline, the ceilings and the findings rest on, each against values worked
+out by hand in the test: the 25th percentile, the slow fraction, the environment tax, the spread
+between workers, the order-statistic intervals and their coverage, the samples that last
+min_time, the one-thread windows, the copy ceilings and the plateau rule."""
+import math
+
+import numpy as np
 import pytest
 
 import perf
@@ -9,138 +12,166 @@ import perf
 
 def test_summarize_by_hand():
     # 8 samples from two workers. numpy's linear percentiles: p25 = 1 + 0.25 * 7 = 2.75,
-    # median 4.5, p75 6.25; slow: above 1.25 * 2.75 = 3.4375 -> 4, 5, 6, 7, 8: 5 of 8.
+    # median 4.5, p75 6.25.
     s = perf.summarize([1, 2, 3, 4, 5, 6, 7, 8], [[1, 2, 3, 4], [5, 6, 7, 8]])
-    assert s["time_s"] == s["p25_s"] == 2.75
+    assert s["time_s"] == 2.75
     assert (s["median_s"], s["p75_s"], s["min_s"], s["mean_s"]) == (4.5, 6.25, 1, 4.5)
-    assert s["slow_fraction"] == 5 / 8
-    assert s["environment_tax"] == pytest.approx(4.5 / 2.75 - 1)
-    assert s["worker_medians"] == [2.5, 6.5] and s["worker_spread"] == pytest.approx(2.6)
-    assert s["worker_times"] == [1.75, 5.75] and s["unstable"] is True
-    # Two workers that agree within SPREAD_LIMIT: not unstable, no slow sample.
+    # Each worker's own 25th percentile, 1.75 and 5.75: 3.29x apart, past SPREAD_LIMIT.
+    assert s["worker_times"] == [1.75, 5.75] and s["worker_spread"] == pytest.approx(5.75 / 1.75)
+    assert s["unstable"] is True
+    # Two workers that agree within SPREAD_LIMIT: not unstable.
     calm = perf.summarize([10, 10, 11, 11], [[10, 11], [10, 11]])
-    assert calm["unstable"] is False and calm["slow_fraction"] == 0 and calm["time_s"] == 10
+    assert calm["unstable"] is False and calm["time_s"] == 10
 
 
-def test_profile_row_overhead_interval_and_short_samples():
-    ops = {k: [0.001] * 10 for k in perf.KEYS}
-    # n = 10 forwards per sample; wall per forward: two samples of 0.9 ms fall below min_time
-    # (9 ms of a 10 ms minimum), eight of 1.1 ms do not.
-    part = {**ops, "wall": [0.0009] * 2 + [0.0011] * 8, "n": 10, "faults_per_forward": 0.0,
-            "pairs": [1.00, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09]}
-    m = {"parts": [part], **{k: part[k] for k in perf.KEYS + ("wall", "pairs")}}
-    row = perf.profile_row(64, m, min_time=0.010)
-    assert row["samples_below_min_time"] == 2 and row["n_inner"] == 10 and row["repeats"] == 10
-    # Median of the ten ratios 1.045; the interval: n/2 -/+ 1.96 sqrt(10)/2 = 5 -/+ 3.099 ->
-    # order statistics floor(1.90) = 1 and ceil(8.10) = 9 (0-based): 1.01 and 1.09.
+def test_quantile_interval_by_hand():
+    # 20 values, the 75th percentile: B ~ Binomial(20, 0.75) values fall below it. The closest
+    # pair of order statistics covering it with >= 95 %: X(11) and X(19), P(11 <= B <= 18).
+    cover = sum(math.comb(20, k) * 0.75**k * 0.25**(20 - k) for k in range(11, 19))
+    assert cover == pytest.approx(0.9618, abs=1e-4)
+    assert perf.quantile_interval(list(range(20, 0, -1)), 0.75) == (11.0, 19.0, cover)
+    # The median of 10: X(2) and X(9), P(2 <= B <= 8) = 1 - 22/1024 (X(3), X(8) give 0.89).
+    assert perf.quantile_interval(list(range(1, 11)), 0.5) == (2.0, 9.0, 1 - 22 / 1024)
+    # Too few for 95 %: the full range, with the coverage it really has. The 75th percentile of
+    # two values: P(B = 1) = 2 * 0.75 * 0.25.
+    assert perf.quantile_interval([3.0, 1.0], 0.75) == (1.0, 3.0, 0.375)
+    assert perf.quantile_interval([2.0], 0.5) == (2.0, 2.0, 0.0)
+
+
+def test_the_ceilings_interval_covers_the_true_75th_percentile_95_percent_of_the_time():
+    # A skewed distribution of repeat rates (lognormal, sigma 0.5): 2,000 runs of 20 repeats.
+    # Its true 75th percentile is exp(0.5 * z_0.75), z_0.75 = 0.6745.
+    rng = np.random.default_rng(20)
+    truth = math.exp(0.5 * 0.6744897501960817)
+    hits = 0
+    for _ in range(2000):
+        lo, hi, _ = perf.quantile_interval(rng.lognormal(0.0, 0.5, 20), perf.CEILING_QUANTILE)
+        hits += lo <= truth <= hi
+    assert 0.93 <= hits / 2000 <= 0.97
+
+
+def test_run_for_lasts_min_time_whatever_each_call_takes():
+    # A clock that moves 3 ms a call: 50 ms need 17 calls (51 ms), never 16 (48 ms).
+    ticks = iter(range(0, 10**9, 3_000_000))
+    calls = []
+    n, seconds = perf.run_for(lambda: calls.append(1), 0.05, clock=lambda: next(ticks))
+    assert (n, len(calls)) == (17, 17) and seconds == pytest.approx(0.051)
+
+
+def test_a_sample_of_the_real_forward_lasts_min_time():
+    x, mha = np.ones((64, 64), np.float32), perf.init_mha()
+    s = perf.sample_forwards(x, mha, perf.causal_mask(64), 0.01)
+    assert s["batch_s"] >= 0.01 and s["wall"] * s["n"] == pytest.approx(s["batch_s"])
+    # The five ops' times add up to the timed total (to rounding), which the wall time bounds.
+    assert sum(s[op] for op in perf.OPS) == pytest.approx(s["total"]) and 0 < s["total"] <= s["wall"]
+
+
+def sample(ms, n=10, batch_s=0.011, **ops):
+    return {**{k: ms / 1e3 for k in perf.KEYS}, **ops, "wall": 6 * ms / 1e3, "n": n,
+            "batch_s": batch_s}
+
+
+def test_pool_T_by_hand():
+    # Two workers, five samples each. Each forward's five ops take 1 ms, its wall 6 ms: the
+    # timers miss 1 - 5/6 of it. Two samples (one a one-thread one) lasted 9 ms of a 10 ms
+    # minimum.
+    a = {"samples": [sample(1, n=10)] * 4 + [sample(1, n=12, batch_s=0.009)], "faults": 11,
+         "overhead": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": []}
+    b = {"samples": [sample(1, n=10)] * 5, "faults": 0, "overhead": [1.05, 1.06, 1.07, 1.08, 1.09],
+         "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
+    row = perf.pool_T(64, [a, b], min_time=0.010)
+    assert (row["samples"], row["workers"], row["forwards_per_sample"]) == (10, 2, [10, 12])
+    assert row["samples_below_min_time"] == 2 and row["shortest_sample_s"] == 0.009
+    assert row["accounting_gap"] == pytest.approx(1 - 5 / 6)
+    assert row["page_faults_per_forward"] == pytest.approx(11 / 102)  # 11 faults, 102 forwards
+    # The ten ratios' median 1.045 and its interval, X(2) and X(9): 1.01 and 1.08.
     assert row["instrumentation_overhead"] == pytest.approx(0.045)
-    assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.09])
-    # Five ops of 1 ms in a forward whose wall time is 0.9 or 1.1 ms: median gap 1 - 5 / 1.1.
-    assert row["accounting_gap"] == pytest.approx(1 - 0.005 / 0.0011)
-
-
-def one_thread_part():
-    """Three samples of scores + av with all threads (2, 2, 4 ms) and two one-thread samples
-    (3 ms each), taken right after samples 0 and 2."""
-    p = {k: [0.001] * 3 for k in perf.KEYS}
-    p["scores"] = [0.001, 0.001, 0.003]
-    p["one_thread"] = {k: [0.002, 0.002] for k in perf.KEYS}
-    p["one_thread"]["av"] = [0.001, 0.001]
-    p["one_thread_after"] = [0, 2]
-    return p
+    assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.08])
+    assert row["ops"]["softmax"]["time_s"] == 0.001
+    # A platform that counts no page faults: unknown, not zero.
+    assert perf.pool_T(64, [{**a, "faults": None}, b], 0.01)["page_faults_per_forward"] is None
 
 
 def test_threading_windows_by_hand():
-    p = one_thread_part()
-    row = {"ops": {"scores": {"time_s": 0.001}, "av": {"time_s": 0.001}}}
-    w = perf.threading_windows(256, {"parts": [p]}, row)
+    # All threads: scores + av 2, 2, 4 ms; one thread (3 ms) right after samples 0 and 2.
+    p = {"samples": [sample(1), sample(1), sample(1, scores=0.003)], "one_thread": [
+        {**sample(1, scores=0.002, softmax=0.005), "after": 0},
+        {**sample(1, scores=0.002, softmax=0.005), "after": 2}]}
+    w = perf.threading_windows(256, [p])
     # Windows: (2 ms with threads, 3 ms on one) and (4, 3): ratios 0.667 and 1.333, median 1.
     assert w["windows"] == 2 and w["threads_over_one"] == pytest.approx(1.0)
-    # Slow for threads: above 1.25 * (1 + 1) ms = 2.5 ms, while one thread stays within
-    # 1.25 * its own 25th percentile (3 ms): only the second window.
-    assert w["slow_for_threads_only"] == 1
-    assert w["one_thread_ops"]["scores"] == 0.002 and w["one_thread_ops"]["av"] == 0.001
-    assert perf.threading_windows(256, {"parts": [{**p, "one_thread_after": []}]}, row) is None
+    assert w["scores_av_all_threads_s"] == pytest.approx(0.003)
+    assert w["scores_av_one_thread_s"] == pytest.approx(0.003)
+    assert w["one_thread_ops"]["softmax"] == 0.005 and w["one_thread_ops"]["av"] == 0.001
+    assert perf.threading_windows(256, [{**p, "one_thread": []}]) is None
 
 
-def test_calibrate_by_hand(monkeypatch):
-    # Each call takes 1 ms: n doubles until a batch reaches min_time / 4 = 12.5 ms, at n = 16
-    # (16 ms); then 16 * 1.05 * 50 / 16 = 52.5 -> 53 calls per sample.
-    monkeypatch.setattr(perf, "batch_seconds", lambda fn, n: n * 0.001)
-    assert perf.calibrate(None, 0.05) == 53
-    # Sized on the fastest of three trial batches: 4, 8, 16 ms (n = 1, 2, 4), then trials of 12
-    # and 20 ms at n = 4: 4 * 1.05 * 50 / 12 = 17.5 -> 18.
-    times = iter([0.004, 0.008, 0.016, 0.012, 0.020])
-    monkeypatch.setattr(perf, "batch_seconds", lambda fn, n: next(times))
-    assert perf.calibrate(None, 0.05) == 18
-
-
-def copy_workers(levels, check=None):
-    """Worker results of the copies: {level: [(one thread, all threads) per repeat]}."""
-    out = []
-    for i in range(len(next(iter(levels.values())))):
-        w = {"copy": {name: {"1": [reps[i][0]], "all": None if reps[i][1] is None else [reps[i][1]]}
-                      for name, reps in levels.items()},
-             "copy_check": {"DRAM": {"1": [check[i][0]], "all": [check[i][1]]}}, "matmul": [100.0]}
-        out.append(w)
-    return out
+def copy_workers(levels, check, matmul=100.0):
+    """Worker results of the copies: {level: [(one thread, all threads) per repeat]}, one
+    repeat per worker, the check on all threads."""
+    return [{"copy": {name: {"1": [reps[i][0]], "all": None if reps[i][1] is None else
+                             [reps[i][1]]} for name, reps in levels.items()},
+             "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
+            for i in range(len(check))]
 
 
 SPEC = {"threads": 2, "matmul_n": 600, "levels": {
-    "L1d": {"capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False},
-    "L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False},
+    "L2": {"capacity_bytes": 128 << 10, "bytes": 64 << 10, "shared": False},
     "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True},
     "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
              "check_bytes": 64 << 20}}}
 
 
-def ceilings(dram, check, l3=((40, 44), (42, 46), (41, 45))):
-    levels = {"L1d": [(20, None)] * 3, "L2": [(80, None)] * 3, "L3": list(l3), "DRAM": dram}
+def ceilings(dram, check, l3=((40, 44), (42, 46), (41, 45), (40, 44), (42, 46))):
+    levels = {"L2": [(20, None)] * len(check), "L3": list(l3), "DRAM": dram}
     return perf.combine_ceilings(copy_workers(levels, check), SPEC)
 
 
 def test_copy_ceilings_by_hand():
-    c = ceilings(dram=[(20, 30), (22, 29), (21, 28)], check=[(20, 30), (20, 30), (20, 30)])
+    # Five repeats each. One thread 20-24 GB/s, all threads 26-30: the 75th percentiles 23 and
+    # 29 (numpy's linear: the 4th of 5 values); all threads win on their statistic.
+    c = ceilings(dram=[(20, 30), (21, 29), (22, 28), (23, 27), (24, 26)], check=[29] * 5)
     dram = c["levels"]["DRAM"]
-    # Each repeat counts the better of one thread and all threads: 30, 29, 28 -> median 29.
-    assert dram["GBps"] == 29 and dram["GBps_range"] == [28, 30] and dram["repeats"] == 3
-    assert dram["GBps_1thread"] == 21 and dram["GBps_all_threads"] == 29
-    assert c["beta_peak_GBps"] == 29 and c["pi_peak_GFLOPS"] == 100
+    assert dram["GBps_1thread"] == 23 and dram["GBps_all_threads"] == 29
+    assert (dram["GBps"], dram["threads"], dram["repeats"]) == (29, "all", 5)
+    assert dram["GBps_repeats_range"] == [26, 30]
+    # Five values cannot give a 95 % interval of a 75th percentile: the full range, and the
+    # coverage it has, 1 - 0.75^5 - 0.25^5.
+    assert dram["GBps_interval"] == [26, 30]
+    assert dram["interval_coverage"] == pytest.approx(1 - 0.75**5 - 0.25**5)
+    assert c["beta_peak_GBps"] == 29 and c["beta_peak_interval"] == [26, 30]
+    assert (c["pi_peak_GFLOPS"], c["pi_repeats"]) == (103, 5)  # 100..104: the 4th
     assert c["matmul"]["intensity"] == 100  # 2 n^3 / (12 n^2) at n = 600
-    # A 16 KiB copy slower than larger levels: numpy's call overhead, not the L1.
-    assert c["levels"]["L1d"]["call_overhead_bound"] is True
-    assert c["levels"]["L2"]["call_overhead_bound"] is False
-    # The L3 copy (median 45) within 10 % of DRAM's 29? No: it keeps its own roof.
+    # One thread faster than all on its statistic: the level is one thread's.
+    slow_all = ceilings(dram=[(30, 20)] * 5, check=[20] * 5)["levels"]["DRAM"]
+    assert (slow_all["GBps"], slow_all["threads"]) == (30, 1)
+    # A 64 KiB copy slower than larger levels: numpy's call overhead, not the cache.
+    assert c["levels"]["L2"]["call_overhead_bound"] is True
+    assert c["levels"]["L3"]["call_overhead_bound"] is False
+    # The L3 copy (45) is not within 10 % of DRAM's 29: it keeps its own roof.
     assert c["levels"]["L3"]["same_roof_as_DRAM"] is False
-    flat = ceilings(dram=[(20, 30)] * 3, check=[(20, 30)] * 3, l3=[(31, 33)] * 3)
+    flat = ceilings(dram=[(20, 30)] * 5, check=[30] * 5, l3=[(31, 33)] * 5)
     assert flat["levels"]["L3"]["same_roof_as_DRAM"] is True  # 33 <= 1.1 * 30
 
 
 def test_plateau_rule_at_its_boundary():
-    # The medians of the two DRAM sizes within PLATEAU (10 %) of the main size's: a plateau.
-    at = ceilings(dram=[(50, 100)] * 3, check=[(50, 110)] * 3)["levels"]["DRAM"]
-    assert at["plateau"] is True and at["GBps_range"] == [100, 100]
-    past = ceilings(dram=[(50, 100)] * 3, check=[(50, 110.5)] * 3)["levels"]["DRAM"]
-    assert past["plateau"] is False and past["GBps_range"] == [100, 110.5]
-
-
-def test_overlapping_repeats_do_not_make_a_plateau():
-    # 78.9 against 56.8 GB/s (x1.39) with wide repeats that overlap: no plateau, and beta's
-    # interval spans both sizes' repeats.
-    c = ceilings(dram=[(40, 40), (40, 78.9), (40, 90)], check=[(30, 50), (30, 56.8), (30, 85)])
-    dram = c["levels"]["DRAM"]
-    assert dram["plateau"] is False and dram["GBps"] == 78.9 and dram["GBps_check"] == 56.8
-    assert c["beta_peak_range"] == [40, 90]
+    # The half-size copy on all threads within PLATEAU (10 %) of the main size's: a plateau.
+    at = ceilings(dram=[(50, 100)] * 5, check=[110] * 5)["levels"]["DRAM"]
+    assert at["plateau"] is True and at["GBps_check"] == 110
+    past = ceilings(dram=[(50, 100)] * 5, check=[110.5] * 5)
+    assert past["levels"]["DRAM"]["plateau"] is False
+    # No plateau: beta stays the larger copy's, and its interval its own, not both sizes'.
+    assert past["beta_peak_GBps"] == 100 and past["beta_peak_interval"] == [100, 100]
 
 
 def test_ridge_interval_by_hand():
-    measured = {"beta_peak_GBps": 20.0, "beta_peak_range": [16.0, 25.0],
-                "pi_peak_GFLOPS": 150.0, "pi_peak_range": [120.0, 200.0], "levels": {}}
+    measured = {"beta_peak_GBps": 20.0, "beta_peak_interval": [16.0, 25.0],
+                "pi_peak_GFLOPS": 150.0, "pi_peak_interval": [120.0, 200.0], "levels": {}}
     c = perf.choose_ceilings(None, measured)
     # ridge 150 / 20 = 7.5; interval: lowest pi over highest beta, highest over lowest.
-    assert c["ridge"] == 7.5 and c["ridge_range"] == [120 / 25, 200 / 16]
+    assert c["ridge"] == 7.5 and c["ridge_interval"] == [120 / 25, 200 / 16]
     given = perf.choose_ceilings({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0,
                                   "source": "phase1", "depends_on": "x"}, measured)
     # Phase 1 gives one number each: no interval, the ridge is a point.
-    assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_range"] == [250 / 15] * 2
+    assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_interval"] == [250 / 15] * 2
     assert given["source"] == "phase1" and given["levels"] == {}

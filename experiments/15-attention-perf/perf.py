@@ -1,31 +1,16 @@
 """Lab 03 of Phase 15: where the time of a naive numpy attention forward goes.
 
-Measures a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every
-op on this machine's roofline and writes, beside this script:
+Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op
+on this machine's roofline, and writes results.json, manifest.json (the lab's Block F), perf.png
+(Block C) and roofline.png (Block D) beside this script, or into --out. Run it as
+`OMP_NUM_THREADS=4 python perf.py` on the lab's 4-core laptop; --quick is a smoke test, --replot
+redraws the pictures, --compare A B sets run B beside run A. The code measured is naive on
+purpose (tuning it is Phase 27's); the measurement is not.
 
-    results.json   per-op times for every T, the ceilings, the analysis and the run's verdict
-    manifest.json  the lab's Block F manifest, with the machine as detected
-    perf.png       stacked bars: where each forward's time goes (Block C)
-    roofline.png   each op on the roofline (Block D)
-
-Run it as `OMP_NUM_THREADS=4 python perf.py` on the lab's 4-core laptop; `--quick` is a smoke
-test, `--replot` redraws the PNGs, `--compare A B` sets run B beside run A. The code measured is
-deliberately naive (the lab forbids tuning it: that is Phase 27); the measurement is not. The
-file reads top to bottom in the order the data flows: the model, its costs, the machine, one
-worker, the sweep, the ceilings, the analysis, the verdict, the pictures, the files, --compare,
-the command line.
-
-Where to look:
-  where is each op timed? ........ attention_forward_timed (Block A): perf_counter_ns between ops
-  what is one sample? ............ timed_sample: n forwards back to back (n calibrated so that a
-                                   sample lasts >= min_time), each op's summed time / n
-  what is results.json's time_s? . summarize: the 25th percentile of an op's samples, taken by
-                                   several fresh worker processes (run_workers) in rounds that
-                                   interleave the T values; its median and spread sit beside it
-  where do the ceilings come from? copy_GBps and matmul_GFLOPS, run by every worker after its
-                                   samples, pooled by combine_ceilings (Phase 1's manifest wins)
-  where is an op classed? ........ place_on_roofline: the lab's FLOPs and bytes against the ridge
-  where is a run judged? ......... judge_conditions: quiet or disturbed, with a reason per check
+The file reads top to bottom as the data flows; run_lab, near the end, conducts a run. Where to
+look: each op's timer, attention_forward_timed; one sample, sample_forwards; time_s, summarize;
+beta, pi and the ridge, rate_estimate and choose_ceilings; quiet or disturbed, judge_run;
+--compare's same or slower, compare_rows.
 """
 
 import argparse
@@ -38,6 +23,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,21 +57,23 @@ T_FOCUS = 512                        # the lab's T of focus: results_summary, th
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
 
-# The protocol: "default" is the lab's measurement, "quick" a smoke test of every code path.
+# The protocol. A sample (one measurement of the sweep) runs timed forwards back to back until
+# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling (a
+# batch of copies or of matmuls). "default" is the lab's measurement, "quick" a smoke test.
 PROFILES = {
-    "default": {"min_time": 0.05, "repeats": 100, "workers": 5, "default_heap_repeats": 6,
-                "ceiling_repeats": 20, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "repeats": 6, "workers": 2, "default_heap_repeats": 3,
-              "ceiling_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
-}
-ONE_THREAD_EVERY = 6      # every 6th round of a worker, its samples are repeated on one BLAS thread
-PAIR_SHARE = 1 / 24       # each half of a timed/untimed pair: this share of a sample's forwards
-COPY_MIN_TIME = 0.005     # seconds that one batch of copies aggregates
+    "default": {"min_time": 0.05, "samples": 100, "workers": 5, "default_heap_samples": 6,
+                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples": 6, "workers": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
+}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
+ONE_THREAD_EVERY = 10     # every 10th round of a worker, its samples are repeated on one thread
+OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates, as time_s of the times
+CONFIDENCE = 0.95         # every interval: distribution-free, from two order statistics
 
 # Thresholds, each named once.
-SLOW = 1.25               # a sample this many times its op's time_s is a slow sample
-SPREAD_LIMIT = 1.25       # worker medians further apart than this: the op is flagged unstable
+SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 COOPERATION_LIMIT = 0.90  # at the largest T, scores + av on all BLAS threads under 90 % of one's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
@@ -94,6 +82,7 @@ PREEMPT_LIMIT = 50        # involuntary context switches per second of the worke
 CLOCK_DROP_LIMIT = 0.10   # the cores' clock may fall this much from the first worker to the last
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 STATE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
+NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 
 
 class UsageError(Exception):
@@ -101,7 +90,8 @@ class UsageError(Exception):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block A: the naive multi-head attention, and the same forward with a timer around each op.
+# The model (Block A): the naive multi-head attention, and the same forward with a timer around
+# each op.
 # Heads are a leading batch axis (h, T, d_k) and numpy's batched matmul runs them: naive (no
 # fusing, no out= buffers, A fully materialised), and it keeps the per-op timers down to six.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
@@ -181,11 +171,8 @@ def attention_forward(x, mha, mask=None):
 
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
-    """attention_forward with time.perf_counter_ns() around each op: seconds per op, one forward.
-
-    numpy is eager, so each op's result exists when its call returns and the stop time is honest.
-    The mask is built outside the timed region; "total" spans the five ops back to back.
-    """
+    """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
+    forward. numpy is eager: each result exists when its call returns."""
     mask = causal_mask(len(x)) if mask is None else mask
     clock = time.perf_counter_ns
     t0 = clock()
@@ -206,7 +193,7 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block A': what each op costs, in the lab's notation (Block D's formulas), beside the model.
+# What each op costs (Block D's formulas), in the lab's notation, beside the model.
 
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas."""
@@ -236,8 +223,8 @@ def working_set(T, d_model, n_heads):
 
 # ----------------------------------------------------------------------------------------------
 # The machine, read through this one seam and nowhere else: on Linux from /proc and /sys under
-# SYSROOT (the tests point it at simulated machines), elsewhere through psutil. What a platform
-# cannot tell is recorded as None or "unavailable", with the reason, never guessed.
+# SYSROOT (the tests point it at simulated machines), elsewhere through psutil and numpy. What a
+# platform cannot tell is recorded as None or "unavailable", with the reason, never guessed.
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -251,36 +238,50 @@ def read_text(path, default=None):
         return default
 
 
-def cpu_model(cpuinfo):
-    """/proc/cpuinfo on Linux, sysctl on macOS, the registry on Windows."""
+def cpu_identity(cpuinfo):
+    """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
+    from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
+    info = {}
     for ln in cpuinfo.splitlines():
-        if ln.startswith(("model name", "Model", "Hardware")):
-            return ln.split(":", 1)[1].strip()
+        key, _, value = ln.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    name = info.get("model name") or info.get("Model") or info.get("Hardware")
+    ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
+             "family": info.get("cpu family"), "model": info.get("model")}
     try:
         if platform.system() == "Darwin":
-            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
-                                  capture_output=True, timeout=5).stdout.strip() or "unknown"
-        if platform.system() == "Windows":
-            import winreg
-            key = winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE,
-                                 r"HARDWARE\DESCRIPTION\System\CentralProcessor\0")
-            return winreg.QueryValueEx(key, "ProcessorNameString")[0].strip()
-    except (OSError, subprocess.SubprocessError, ImportError):
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
+                                  capture_output=True, timeout=5).stdout.strip() or name
+    except (OSError, subprocess.SubprocessError):
         pass
-    return platform.processor() or "unknown"
+    if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
+        ident = {"vendor": m[3], "family": m[1], "model": m[2]}
+    return {"cpu_model": name or platform.processor() or "unknown",
+            **{k: int(v) if v and v.isdigit() else v for k, v in ident.items()}}
+
+
+def numpy_simd():
+    """The SIMD features numpy detects here, its baseline, and the dispatch targets this CPU
+    supports: numpy runs each kernel (exp among them) at the highest."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath as umath
+    found = umath.__cpu_features__
+    return {"simd_flags": [f for f, on in found.items() if on],
+            "numpy_baseline": list(umath.__cpu_baseline__),
+            "numpy_dispatch_used": [f for f in umath.__cpu_dispatch__ if found.get(f)]}
 
 
 def current_MHz():
-    """The cores' current clock, averaged over the CPUs (Linux's cpufreq), or None where it
-    cannot be read (a VM, macOS and Windows give at best a nominal figure)."""
+    """The cores' mean clock from Linux's cpufreq, or None (a VM; elsewhere at best nominal)."""
     khz = [int(v) for p in SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq")
            if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
     return sum(khz) / len(khz) / 1000 if khz else None
 
 
 def cpufreq_state():
-    """Governor, driver, frequencies (MHz) and turbo of every CPU, from Linux's cpufreq;
-    governor "unavailable" where there is no cpufreq, with the reason."""
+    """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
     cpus = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
     mhz = lambda name: sorted({int(v) // 1000 for p in cpus  # noqa: E731
@@ -289,9 +290,7 @@ def cpufreq_state():
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
             "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in cpus} - {None}))
-            or None, "min_MHz": (mhz("scaling_min_freq") or [None])[0],
-            "max_MHz": (mhz("scaling_max_freq") or [None])[-1],
-            "cur_MHz": mhz("scaling_cur_freq") or None,
+            or None, "cur_MHz": mhz("scaling_cur_freq") or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
 
@@ -345,10 +344,11 @@ def machine_facts():
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
+    ident = cpu_identity(cpuinfo)
     return {
-        "cpu_model": cpu_model(cpuinfo), "cpu_governor_at_run": freq["governor"],
-        "logical_cpus": logical, "physical_cores": physical, "smt": logical > physical,
-        "caches": caches, "virtualized": " hypervisor" in cpuinfo,
+        "cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
+        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical,
+        "smt": logical > physical, "caches": caches, "virtualized": " hypervisor" in cpuinfo,
         "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
@@ -363,9 +363,8 @@ def blas_info():
 
 
 def threads_plan(flag, hardware):
-    """(limit, asked, source): the BLAS threads to impose (None: leave the pool as the
-    environment set it), how many were asked for, and by whom. The lab says one per physical
-    core (4 on its 4-core / 8-thread laptop) unless the learner decides otherwise."""
+    """(limit, asked, source): the BLAS threads to impose (None: as the environment set them),
+    how many were asked for, and by whom; by default one per physical core, as the lab asks."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
         return flag, flag, "flag: --threads"
@@ -376,43 +375,55 @@ def threads_plan(flag, hardware):
     return hardware["physical_cores"], hardware["physical_cores"], "default: one per physical core"
 
 
+def blas_threads(flag, hardware):
+    """The run's threads record (asked, by whom, what BLAS runs) and the BLAS libraries seen."""
+    limit, asked, source = threads_plan(flag, hardware)
+    with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
+        blas = blas_info()
+    ran = blas[0]["num_threads"] if blas else None
+    return {"blas_threads": ran, "asked": asked, "limit": limit, "source": source,
+            "physical_cores": hardware["physical_cores"], "logical_cpus": hardware["logical_cpus"],
+            "includes_hyperthreads": ran and ran > hardware["physical_cores"]}, blas
+
+
 def threads_warning(threads):
-    """One line when the BLAS threads that ran are not the ones asked for, or not one per
-    physical core as the lab asks; None when all agree."""
+    """One line when the BLAS threads that ran are not those asked for or not one per core; else
+    None."""
     ran, asked, cores = threads["blas_threads"], threads["asked"], threads["physical_cores"]
     if ran is None:
         return "threadpoolctl sees no BLAS library: the thread count is not controlled"
     parts = [f"{asked} BLAS threads were asked for ({threads['source']}) and {ran} ran"
-             + (" (BLAS caps them at the CPUs)" if ran == threads["logical_cpus"] < asked else "")
-             ] if asked not in (None, ran) else []
-    if ran != cores:
-        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
-            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for "
-            "one thread per core (--threads or OMP_NUM_THREADS)")
+             + " (BLAS caps them at the CPUs)" * (ran == threads["logical_cpus"] < asked)
+             ] * (asked not in (None, ran)) + [
+        f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings share a "
+        "core; " * (ran > cores) + "the lab asks for one thread per core (--threads or "
+        "OMP_NUM_THREADS)"] * (ran != cores)
     return "; ".join(parts) or None
 
 
-def cpu_times():
-    """System-wide CPU seconds: busy, total and steal (None where the OS has no steal)."""
+def machine_load(own_pids):
+    """CPU seconds so far, system-wide (busy, total, steal where the OS has it) and of every
+    other readable process by pid, with its name (never its arguments) and start."""
     t = psutil.cpu_times()
     busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq",
                                              "interrupt", "dpc"))
     steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
-    return {"wall": time.perf_counter(), "busy": busy, "total": busy + idle + (steal or 0),
-            "steal": steal}
+    procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
+             for p in psutil.process_iter(["name", "cpu_times", "create_time"])
+             if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
+    return {"wall": time.perf_counter(), "time": time.time(), "busy": busy,
+            "total": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 # ----------------------------------------------------------------------------------------------
-# Block B, one worker: a fresh process (this script re-run as `perf.py --worker`) that warms up,
-# takes its share of the samples, then the anatomies and its repeats of the ceilings. It only
+# One worker (Block B): a fresh process, this script run as `perf.py --worker`, that takes its
+# share of the samples, then times the anatomies and its repeats of the ceilings. It only
 # measures; the parent only spawns.
 
 def keep_heap():
-    """Stop glibc from handing the forward's large temporaries back to the kernel. By default a
-    block over the mmap threshold (128 KiB, raised dynamically up to 32 MiB) is unmapped on free
-    and the heap top trimmed: every forward then faults its T x T temporaries back in. No mmap
-    and the largest trim threshold keep the pages: the warm run the lab asks for, by changing
-    the process's allocator, not the code under measurement."""
+    """Keep the forward's large temporaries mapped (glibc unmaps a block past its mmap threshold
+    on free, and every forward faults it back in): the lab's warm run, by the allocator, not the
+    code."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -422,46 +433,91 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-def batch_seconds(fn, n):
-    t0 = time.perf_counter_ns()  # wall-clock seconds of n back-to-back calls of fn
-    for _ in range(n):
-        fn()
-    return (time.perf_counter_ns() - t0) * 1e-9
-
-
-def calibrate(fn, min_time):
-    """Calls of fn per sample so that one sample aggregates >= min_time (timeit.autorange's idea,
-    aimed at min_time). Sized on the fastest of three trial batches, with a 5% margin, so that a
-    sample falls short of min_time only if the machine later runs faster than it ever did here."""
-    n = 1
-    while (dt := batch_seconds(fn, n)) < min_time / 4:
-        n *= 2
-    dt = min(dt, batch_seconds(fn, n), batch_seconds(fn, n))
-    return max(1, math.ceil(n * 1.05 * min_time / dt))
-
-
 def make_input(T, mha, seed):
     """x (T, d_model) float32, the same for a given (seed, T) in every process of the run."""
     return np.random.default_rng([seed, T]).standard_normal((T, len(mha.W_Q))).astype(np.float32)
 
 
-def timed_sample(x, mha, mask, n):
-    """One sample: n timed forwards back to back. Per op, the sum of its n times / n; beside
-    it the wall-clock time of the whole batch / n, which also sees what the timers do not."""
-    w0 = time.perf_counter_ns()
-    forwards = [attention_forward_timed(x, mha, mask) for _ in range(n)]
-    wall = (time.perf_counter_ns() - w0) * 1e-9 / n
-    return {k: math.fsum(f[k] for f in forwards) / n for k in KEYS}, wall
+def run_for(fn, min_time, clock=time.perf_counter_ns):
+    """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
+    applied to every batch: none lasts less than min_time, whatever the machine does."""
+    limit, n = min_time * 1e9, 0
+    t0 = clock()
+    while True:
+        fn()
+        n += 1
+        if (elapsed := clock() - t0) >= limit:
+            return n, elapsed * 1e-9
+
+
+
+
+
+def sample_forwards(x, mha, mask, min_time):
+    """One sample: n timed forwards back to back until min_time has passed; per op its summed
+    time / n, beside the batch's wall time / n (which sees what the timers miss)."""
+    times = []
+    n, batch = run_for(lambda: times.append(attention_forward_timed(x, mha, mask)), min_time)
+    return {**{k: math.fsum(t[k] for t in times) / n for k in KEYS}, "wall": batch / n, "n": n,
+            "batch_s": batch}
+
+
+def overhead_ratio(x, mha, mask, n, r):
+    """What the six timers cost: m timed over m untimed forwards (m a small share of the
+    sample's n), back to back in an order that alternates with the round r."""
+    m, clock, secs = max(1, int(n * OVERHEAD_SHARE)), time.perf_counter_ns, {}
+    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
+        t0 = clock()
+        for _ in range(m):
+            f(x, mha, mask)
+        secs[f] = clock() - t0
+    return secs[attention_forward_timed] / secs[attention_forward]
+
+
+def take_samples(task, mha):
+    """This worker's share of the sweep: `rounds` rounds of one sample of every T, in a rotating
+    order (a slow episode lands on every T alike; the default-heap worker takes each T in turn).
+    A warm-up forward first; after each sample its overhead pair and, in the one-thread rounds,
+    the same sample on one BLAS thread. gc off: it would be timed as an op."""
+    Ts, min_time = task["T"], task["min_time"]
+    inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
+    out = {T: {"samples": [], "overhead": [], "one_thread": [], "faults": 0} for T in Ts}
+    rounds = range(task["rounds"])
+    schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
+        if task["interleave"] else [(r, T) for T in Ts for r in rounds]
+    proc, linux, MHz = psutil.Process(), platform.system() == "Linux", []
+    switches, t0, started = proc.num_ctx_switches().involuntary, time.perf_counter(), time.time()
+    gc.disable()
+    try:
+        for r, T in schedule:
+            (x, mask), rec = inputs[T], out[T]
+            if not rec["samples"]:
+                attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
+            f0 = page_faults()
+            rec["samples"].append(sample_forwards(x, mha, mask, min_time))
+            rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
+            if task["overhead"]:
+                rec["overhead"].append(overhead_ratio(x, mha, mask, rec["samples"][-1]["n"], r))
+            if r in task["one_thread_rounds"]:
+                with threadpool_limits(1, user_api="blas"):
+                    rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time),
+                                              "after": len(rec["samples"]) - 1})
+            if (mhz := current_MHz()) is not None:
+                MHz.append(mhz)
+    finally:
+        gc.enable()
+    return {"samples": {str(T): rec for T, rec in out.items()}, "started": started,
+            "sampling_s": time.perf_counter() - t0, "MHz": MHz,
+            "preempted": proc.num_ctx_switches().involuntary - switches if linux else None}
 
 
 def anatomy_steps(x, mha, mask):
-    """scores and softmax taken apart into the passes naive numpy makes, on the forward's real
-    intermediates: {step: (call, bytes it reads and writes)}. The lab counts scores as
-    8 T d_k + 4 T^2 bytes a head (S written once) and softmax as 8 T^2 (S read, A written once);
-    numpy walks the (h, T, T) data once per step below. Row vectors (m, s) are left out."""
+    """scores and softmax taken apart into naive numpy's passes over the (h, T, T) data, and
+    each op whole: {step: (call on the forward's real data, bytes it moves; None: whole)}."""
     h = mha.n_heads
     Q, K, _ = qkv_proj(x, mha)
-    A = softmax(scores(Q, K, h), mask)  # first, so that its temporaries are gone before ours
+    S0 = scores(Q, K, h)
+    A = softmax(S0, mask)  # first, so that its temporaries are gone before ours
     Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
     scale = math.sqrt(Q.shape[1] // h)
     P = Qh @ KhT
@@ -477,52 +533,57 @@ def anatomy_steps(x, mha, mask):
     big = S.nbytes  # one pass over the (h, T, T) fp32 data
     return {"scores/matmul": (lambda: Qh @ KhT, Q.nbytes + K.nbytes + big),
             "scores/scale": (lambda: P / scale, 2 * big),
+            "scores/whole": (lambda: scores(Q, K, h), None),
             "softmax/mask_add": (lambda: S + mask, 2 * big + mask.nbytes),
             "softmax/max": (lambda: Z.max(axis=-1, keepdims=True), big),
             "softmax/subtract": (lambda: Z - m, 2 * big),
             "softmax/exp": (lambda: np.exp(D), 2 * big),
             "softmax/sum": (lambda: E.sum(axis=-1, keepdims=True), big),
-            "softmax/divide": (lambda: E / s, 2 * big)}
+            "softmax/divide": (lambda: E / s, 2 * big),
+            "softmax/whole": (lambda: softmax(S0, mask), None)}
 
 
-def copy_GBps(src, dst, threads, reps):
-    """Phase 1's bandwidth kernel: np.copyto of one fp32 buffer into another, 8 N bytes per copy
-    of N floats (read once, written once). With threads > 1 each thread copies one slice (numpy
-    releases the GIL). GB/s of `reps` batches of >= COPY_MIN_TIME each, after a warm-up."""
+def time_anatomy(task, mha):
+    """One sample of every anatomy step at anatomy_T, after a warm-up call: seconds per call."""
+    T, out = task["anatomy_T"], {}
+    for name, (fn, nbytes) in anatomy_steps(make_input(T, mha, task["seed"]), mha,
+                                             causal_mask(T)).items():
+        fn()
+        n, seconds = run_for(fn, task["min_time"])
+        out[name] = {"seconds": seconds / n, "bytes": nbytes, "batch_s": seconds}
+    return out
+
+
+def copy_rates(src, dst, threads, reps, min_time):
+    """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
+    on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
     N = src.size
     parts = [slice(i * N // threads, (i + 1) * N // threads) for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
         copy = (lambda: np.copyto(dst, src)) if threads == 1 else \
             (lambda: list(pool.map(lambda p: np.copyto(dst[p], src[p]), parts)))
         copy()  # warm-up: first touch of both buffers, threads started
-        n = calibrate(copy, COPY_MIN_TIME)
-        return [8 * N * n / batch_seconds(copy, n) / 1e9 for _ in range(reps)]
+        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
 
 
-def matmul_GFLOPS(n, reps):
-    """A large fp32 matmul through numpy's BLAS: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6)."""
+def matmul_rates(n, reps, min_time):
+    """pi's kernel, a large fp32 matmul: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6). GFLOPS of
+    `reps` repeats."""
     a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
     a @ b
-    return [2 * n**3 / batch_seconds(lambda: a @ b, 1) / 1e9 for _ in range(reps)]
-
-
-def parse_size(s):
-    """'48K', '32M', '1024' (as /sys writes cache sizes) -> bytes; None if absent."""
-    if not s:
-        return None
-    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1])
-    return int(s[:-1]) * unit if unit else int(s)
+    return [2 * n**3 * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
+                                                for _ in range(reps))]
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """The working set (source + destination) that measures each level's bandwidth: half of each
-    data cache the OS describes (carm-roofline sizes them so too), DRAM four times past the last
-    (or dram_bytes), none over COPY_MAX_BYTES: a server's L3 can be hundreds of MiB, and there
-    the DRAM copy is marked not past_llc instead of filling the memory. DRAM is copied at half
-    its size too: Phase 1 reads beta off a plateau; two sizes that disagree say there is none."""
-    caches = {name: parse_size(c["size"]) for name, c in hardware["caches"].items()
-              if not name.endswith("i") and parse_size(c["size"])}
+    """The working set (source + destination) that measures each level: half of each data cache
+    past L1 (an L1 copy times numpy's call overhead), DRAM four times past the last and at half
+    that (the plateau check), none over COPY_MAX_BYTES."""
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
+    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
+              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
     llc = max(caches.values(), default=8 << 20)
+    caches = {name: size for name, size in caches.items() if not name.startswith("L1")}
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
                      "shared": size == llc} for name, size in sorted(caches.items())}
     dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
@@ -531,145 +592,54 @@ def copy_levels(hardware, dram_bytes=None):
     return levels
 
 
-def measure_ceilings(spec):
-    """This worker's repeats of every ceiling, taken after its samples, never between them (a
-    128 MiB copy would evict the caches the next sample runs from). One level at a time, its
-    buffers freed before the next: a worker never holds more than COPY_MAX_BYTES of them. A
-    private cache (L1, L2) is one core's, so only the shared levels are also copied by all CPUs."""
-    def copies(nbytes, shared):
-        # Two buffers of half the working set, in one block, the destination half a page from
-        # the source (modulo pages): on AMD Zen, glibc's memmove (rep movsb) copies ten times
-        # slower when dst - src is a few bytes past a multiple of 4 KiB, as back-to-back heap
-        # buffers are; that would measure the CPU's pitfall, not the cache.
+def time_ceilings(spec, min_time):
+    """This worker's repeats of every ceiling, after its samples (a 256 MiB copy evicts their
+    caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul."""
+    every = spec["threads"]
+
+    def copies(nbytes, thread_counts, reps):
+        # Two buffers of half the working set in one block, the destination half a page from the
+        # source (modulo pages): on AMD Zen, glibc's memmove (rep movsb) copies ten times slower
+        # when dst - src is a few bytes past a multiple of 4 KiB, as back-to-back heap buffers
+        # are; that would measure the CPU's pitfall, not the cache.
         n = nbytes // 8
         gap = (2048 - 4 * n) % 4096 // 4
         block = np.ones(2 * n + gap, dtype=np.float32)
-        src, dst = block[:n], block[n + gap:]
-        both = spec["threads"] > 1 and shared
-        return {"1": copy_GBps(src, dst, 1, spec["reps"]),
-                "all": copy_GBps(src, dst, spec["threads"], spec["reps"]) if both else None}
+        return [copy_rates(block[:n], block[n + gap:], k, reps, min_time) for k in thread_counts]
 
     out = {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        out["copy"][name] = copies(lv["bytes"], lv["shared"])
+        both = every > 1 and lv["shared"]
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        one, *alls = copies(lv["bytes"], [1, every] if both else [1], reps)
+        out["copy"][name] = {"1": one, "all": alls[0] if alls else None}
         if lv.get("check_bytes"):
-            out["copy_check"][name] = copies(lv["check_bytes"], lv["shared"])
-    out["matmul"] = matmul_GFLOPS(spec["matmul_n"], 1)  # pi: one per worker, its median
+            out["copy_check"][name] = copies(lv["check_bytes"], [every], spec["cache_reps"])[0]
+    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
-
-
-def prepare(task, mha, st, T):
-    """A T's input and mask, a warm-up forward (first-touch faults, BLAS threads started) and,
-    in the first worker, the forwards per sample."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    st["inputs"][T] = x, mask
-    attention_forward(x, mha, mask)
-    if str(T) not in st["loops"]:
-        st["loops"][str(T)] = calibrate(lambda: attention_forward_timed(x, mha, mask),
-                                        task["min_time"])
-
-
-def sample_T(task, mha, st, r, T):
-    """Round r's sample of one T: the timed sample, a timed/untimed pair, and in the one-thread
-    rounds the same sample again at once on one BLAS thread (the same time window)."""
-    if T not in st["inputs"]:  # the default-heap worker: each T prepared when it is reached
-        prepare(task, mha, st, T)
-    (x, mask), n, out = st["inputs"][T], st["loops"][str(T)], st["res"][str(T)]
-    f0 = page_faults()
-    ops, wall = timed_sample(x, mha, mask, n)
-    if f0 is not None:
-        st["faults"][T] += page_faults() - f0
-    out["wall"].append(wall)
-    for k in KEYS:
-        out[k].append(ops[k])
-    if task["pairs"]:  # what the six timers cost: timed over untimed forwards, back to back (the
-        m = max(1, int(n * PAIR_SHARE))  # machine's slow drift cancels), in alternating order
-        fwd = lambda f: lambda: f(x, mha, mask)  # noqa: E731
-        pair = (fwd(attention_forward_timed), fwd(attention_forward))
-        t1, t2 = (batch_seconds(f, m) for f in (pair if r % 2 else pair[::-1]))
-        out["pairs"].append(t1 / t2 if r % 2 else t2 / t1)
-    if r in task["one_thread_rounds"]:  # half a sample: a ratio, not a headline
-        with threadpool_limits(1, user_api="blas"):
-            ops, _ = timed_sample(x, mha, mask, max(1, n // 2))
-        for k in KEYS:
-            out["one_thread"][k].append(ops[k])
-        out["one_thread_after"].append(len(out["wall"]) - 1)
-    if (mhz := current_MHz()) is not None:
-        st["MHz"].append(mhz)
-
-
-def run_anatomy(task, mha, loops):
-    """One sample of every anatomy step at anatomy_T, its calls calibrated by the first worker
-    like the forwards: seconds per call, and the bytes the step moves."""
-    T = task["anatomy_T"]
-    out = {}
-    for name, (fn, nbytes) in anatomy_steps(make_input(T, mha, task["seed"]), mha,
-                                             causal_mask(T)).items():
-        fn()  # warm-up
-        key = f"anatomy/{name}"
-        if key not in loops:
-            loops[key] = calibrate(fn, task["min_time"])
-        out[name] = {"seconds": batch_seconds(fn, loops[key]) / loops[key], "bytes": nbytes}
-    return out
-
-
-def measure(task):
-    """One worker's share: `rounds` rounds, each one sample of every T in an order that rotates
-    (a slow episode lands on every T alike), then the anatomies and its repeats of the ceilings.
-    Without `interleave` (the default-heap worker) each T is warmed up, calibrated and sampled in
-    turn, T ascending, as a process that has freed nothing larger. gc is off while sampling."""
-    mha, Ts = init_mha(task["d_model"], task["n_heads"], task["seed"]), task["T"]
-    st = {"inputs": {}, "loops": dict(task["loops"] or {}), "faults": dict.fromkeys(Ts, 0),
-          "MHz": [], "res": {str(T): {**{k: [] for k in KEYS}, "wall": [], "pairs": [],
-                                      "one_thread": {k: [] for k in KEYS}, "one_thread_after": []}
-                             for T in Ts}}
-    if task["interleave"]:
-        for T in Ts:
-            prepare(task, mha, st, T)
-        schedule = [(r, T) for r in range(task["rounds"])
-                    for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]]
-    else:
-        schedule = [(r, T) for T in Ts for r in range(task["rounds"])]
-    proc, linux = psutil.Process(), platform.system() == "Linux"  # elsewhere psutil counts 0
-    switches, t0, started = proc.num_ctx_switches().involuntary, time.perf_counter(), time.time()
-    gc.disable()  # a collection inside a sample would be timed as the op it interrupts
-    try:
-        for r, T in schedule:
-            sample_T(task, mha, st, r, T)
-    finally:
-        gc.enable()
-    sampling_s = time.perf_counter() - t0
-    preempted = proc.num_ctx_switches().involuntary - switches if linux else None
-    for T in Ts:
-        n = st["res"][str(T)]["n"] = st["loops"][str(T)]
-        st["res"][str(T)]["faults_per_forward"] = st["faults"][T] / (task["rounds"] * n) \
-            if page_faults() is not None else None
-    anatomy = run_anatomy(task, mha, st["loops"]) if task["anatomy_T"] else None
-    ceilings = measure_ceilings(task["ceilings"]) if task["ceilings"] else None
-    return {"samples": st["res"], "loops": st["loops"], "anatomy": anatomy, "ceilings": ceilings,
-            "started": started, "ended": time.time(), "sampling_s": sampling_s,
-            "preempted": preempted, "MHz": st["MHz"], "pid": os.getpid(),
-            "peak_rss_MiB": peak_rss_MiB()}
 
 
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T", "min_time", "threads_limit", "heap",
-             "loops", "rounds", "interleave", "pairs", "one_thread_rounds", "anatomy_T",
-             "ceilings")
+             "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceilings")
 
 
-def worker_run(task):
-    """A worker's whole job, in a fresh process or (--in-process) here: its heap, its BLAS
-    threads, its measurement, and the CPU time it took."""
+def worker_job(task):
+    """A worker's whole job, in a fresh process or (--in-process) here."""
     heap = keep_heap() if task["heap"] == "warm" else {"mode": "default",
                                                          "control": "the allocator's defaults"}
+    mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
     with threadpool_limits(task["threads_limit"], user_api="blas"):
-        return {**measure(task), "heap": heap, "blas_threads": (blas_info() or [{}])[0].get(
-            "num_threads"), "cpu_s": time.process_time()}
+        sampled = take_samples(task, mha)
+        anatomy = time_anatomy(task, mha) if task["anatomy_T"] else None
+        ceilings = time_ceilings(task["ceilings"], task["min_time"]) if task["ceilings"] else None
+        ran = (blas_info() or [{}])[0].get("num_threads")
+    return {**sampled, "anatomy": anatomy, "ceilings": ceilings, "heap": heap, "blas_threads": ran,
+            "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
+            "peak_rss_MiB": peak_rss_MiB()}
 
 
-def worker_main():
-    """`perf.py --worker`: one task (JSON) on stdin, its result (JSON) on stdout, which carries
-    nothing else; a bad task is one line on stderr and exit 2."""
+def worker_entry():
+    """`perf.py --worker`: a task (JSON) on stdin, its result alone on stdout; bad task: exit 2."""
     try:
         task = json.loads(sys.stdin.read())
         if not isinstance(task, dict) or any(k not in task for k in TASK_KEYS):
@@ -678,45 +648,43 @@ def worker_main():
         print(f"perf.py --worker: bad task: {e}", file=sys.stderr)
         return 2
     try:
-        sys.stdout.write(json.dumps(worker_run(task)))
+        sys.stdout.write(json.dumps(worker_job(task)))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
         return 130
     return 0
 
 
 # ----------------------------------------------------------------------------------------------
-# Block B, the sweep: the parent plans the work, runs the workers one after another (never two
-# at once), and turns their pooled samples into the statistics of each op at each T.
+# The parent (Block B): it plans, and spawns the workers one after another; it never measures.
 
 class RunError(Exception):
     """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
 
 
 def make_plan(args, hardware, threads_ran):
-    """Everything the workers will do, fixed before the first one starts: the rounds, the
-    one-thread rounds, the anatomies' T, the ceilings' spec, and the work it all adds up to."""
+    """Everything the workers will do, fixed before the first starts, and the seconds it takes."""
     prof = PROFILES["quick" if args.quick else "default"]
-    rounds = math.ceil(args.repeats / args.workers)
+    rounds = math.ceil(args.samples / args.workers)
     one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
         if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
             "threads": hardware["logical_cpus"],
-            "reps": math.ceil(prof["ceiling_repeats"] / args.workers), "matmul_n": prof["matmul_n"]}
-    sample = args.min_time * len(args.T)
-    worker_work = sample * (rounds * (1 + 2 * PAIR_SHARE) + len(one_thread)) + \
-        8 * args.min_time + (0.1 if args.quick else 0.8)  # the anatomies' 8 steps, the ceilings
+            "reps": math.ceil(prof["ceiling_repeats"] / args.workers),
+            "cache_reps": math.ceil(prof["cache_repeats"] / args.workers),
+            "matmul_n": prof["matmul_n"]}
+    batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
+        spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
     return {"workers": args.workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_repeats": min(prof["default_heap_repeats"], args.repeats),
+            "default_heap_samples": min(prof["default_heap_samples"], args.samples),
             "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceilings": spec,
-            "worker_work": worker_work,
-            "default_work": sample * min(prof["default_heap_repeats"], args.repeats) * 1.5}
+            "worker_s": args.min_time * batches + 0.5}
 
 
-def run_task(task, in_process, timeout):
-    """Run one task in a fresh `perf.py --worker` process (or here, with --in-process) and return
-    its result. On any exception, Ctrl-C included, the worker is killed and reaped first."""
+def spawn_worker(task, in_process, timeout):
+    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception,
+    Ctrl-C too, the worker is killed and reaped first."""
     if in_process:
-        return worker_run(task)
+        return worker_job(task)
     env = dict(os.environ)
     if task["threads_limit"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
         env.update(dict.fromkeys(THREAD_VARS, str(task["threads_limit"])))
@@ -740,163 +708,154 @@ def run_task(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
-def make_progress(planned):
-    """A progress printer: elapsed time, the message, and the time left, extrapolated from how
-    long the planned work done so far actually took."""
-    start, done = time.perf_counter(), [0.0]
-
-    def progress(msg, work=0.0):
-        done[0] += work
-        t = time.perf_counter() - start
-        left = f"  (~{t / done[0] * (planned - done[0]):.0f} s left)" * (0 < done[0] < planned)
-        print(f"[{t:5.1f} s] {msg}{left}", flush=True)
-    return progress
-
-
-def run_workers(plan, base, in_process, progress):
-    """The default-heap worker first (a fresh process that has freed nothing large: glibc raises
-    its mmap threshold after a large free, and would then silently stop faulting), then the warm
-    workers. The first warm worker calibrates; every later one gets its loops."""
-    timeout = 60 + 20 * plan["worker_work"]
-    dflt = run_task({**base, "label": "default-heap", "heap": "default", "loops": None,
-                     "rounds": plan["default_heap_repeats"], "interleave": False, "pairs": False,
-                     "one_thread_rounds": [], "anatomy_T": None, "ceilings": None},
-                    in_process, timeout)
-    progress(f"default heap: done, {plan['default_heap_repeats']} samples per T",
-             plan["default_work"])
-    warm, loops, k = [], None, plan["workers"]
+def spawn_workers(plan, base, in_process):
+    """The default-heap worker first (a process that has freed nothing large: glibc raises its
+    mmap threshold after a large free, then stops faulting), then the warm workers."""
+    start, timeout, k = time.perf_counter(), 60 + 20 * plan["worker_s"], plan["workers"]
+    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
+    dflt = spawn_worker({**base, "label": "default-heap", "heap": "default", "interleave": False,
+                         "rounds": plan["default_heap_samples"], "overhead": False,
+                         "one_thread_rounds": [], "anatomy_T": None, "ceilings": None},
+                        in_process, timeout)
+    say(f"default heap: done, {plan['default_heap_samples']} samples per T")
+    warm, t0 = [], time.perf_counter()
     for i in range(k):
-        progress(f"worker {i + 1}/{k} started: {plan['rounds']} rounds over T={base['T']}")
-        warm.append(run_task({**base, "label": f"{i + 1}/{k}", "heap": "warm", "loops": loops,
-                              "rounds": plan["rounds"], "interleave": True, "pairs": True,
-                              "one_thread_rounds": plan["one_thread_rounds"],
-                              "anatomy_T": plan["anatomy_T"], "ceilings": plan["ceilings"]},
-                             in_process, timeout))
-        loops = warm[0]["loops"]
-        progress(f"worker {i + 1}/{k} done", plan["worker_work"])
+        say(f"worker {i + 1}/{k} started: {plan['rounds']} rounds over T={base['T']}")
+        warm.append(spawn_worker({**base, "label": f"{i + 1}/{k}", "heap": "warm",
+                                  "interleave": True, "rounds": plan["rounds"], "overhead": True,
+                                  "one_thread_rounds": plan["one_thread_rounds"],
+                                  "anatomy_T": plan["anatomy_T"], "ceilings": plan["ceilings"]},
+                                 in_process, timeout))
+        left = (time.perf_counter() - t0) / (i + 1) * (k - i - 1)
+        say(f"worker {i + 1}/{k} done" + f"  (~{left:.0f} s left)" * (i + 1 < k))
     return dflt, warm
 
 
-def merge(results, Ts):
-    """The workers' samples of each T, pooled, with each worker's own for the spread."""
-    parts = {T: [w["samples"][str(T)] for w in results] for T in Ts}
-    return {T: {"parts": ps, **{k: sum((p[k] for p in ps), []) for k in KEYS + ("wall", "pairs")}}
-            for T, ps in parts.items()}
+# ----------------------------------------------------------------------------------------------
+# Pooling (Block B): the workers' samples of one T become one row of the sweep; time_s is made here.
+
+def quantile_interval(values, q):
+    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
+    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
+    the quantile); too few values: the full range. (low, high, coverage)."""
+    x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
+    p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
+    pairs = [(u - l, -math.fsum(p[l:u]), l, u) for l in range(1, n) for u in range(l + 1, n + 1)]
+    _, cover, l, u = min([c for c in pairs if -c[1] >= CONFIDENCE]
+                         or [(0, -math.fsum(p[1:n]), 1, n)])
+    return float(x[l - 1]), float(x[u - 1]), -cover
 
 
 def summarize(samples, workers):
-    """The statistics of one op at one T. time_s, the headline, is the 25th percentile of all
-    samples. Interference on a shared machine only ever adds time, and it comes in episodes of
-    seconds: the plain median moves with how much of the run such an episode covered, the 25th
-    percentile does not until three quarters of the samples are slow, and unlike the minimum it
-    is not one lucky sample. The median, the spread between the workers' own samples (`workers`),
-    slow_fraction and environment_tax (what the episodes cost) stay beside it."""
+    """One op at one T. time_s is the 25th percentile of all samples: interference only adds
+    time, in episodes of seconds; the median moves with how much of the run they cover, the 25th
+    percentile not until three quarters of the samples are slow, and it is not one lucky sample
+    like the minimum. Beside it, the spread of the workers' own."""
     a = np.asarray(samples, dtype=np.float64)
     p25, med, p75 = np.percentile(a, [25, 50, 75])
-    meds = [float(np.median(w)) for w in workers if len(w)]
     p25s = [float(np.percentile(w, 25)) for w in workers if len(w)]
+    spread = max(p25s) / min(p25s)
     return {"time_s": float(p25), "mean_s": float(a.mean()),
-            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            "median_s": float(med), "p25_s": float(p25), "p75_s": float(p75),
-            "min_s": float(a.min()), "slow_fraction": float(np.mean(a > SLOW * p25)),
-            "environment_tax": float(med / p25 - 1),
-            "worker_medians": meds, "worker_spread": max(meds) / min(meds),
-            "unstable": max(meds) / min(meds) > SPREAD_LIMIT,
-            "worker_times": p25s, "worker_time_spread": max(p25s) / min(p25s)}
+            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
+            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": p25s,
+            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
 
 
-def profile_row(T, m, min_time):
-    """One row of the sweep from the pooled samples of one T."""
-    parts, wall = m["parts"], np.array(m["wall"])
-    n = parts[0]["n"]
-    faults = [p["faults_per_forward"] for p in parts]
-    row = {
-        "T": T, "n_inner": n, "repeats": len(wall), "workers": len(parts),
-        "ops": {k: summarize(m[k], [p[k] for p in parts]) for k in KEYS},
-        "samples_below_min_time": int(np.sum(wall * n < min_time)),
-        # Time of a forward (wall clock around n calls) that the five op timers do not see.
-        "accounting_gap": float(np.median(1 - sum(np.array(m[op]) for op in OPS) / wall)),
-        "page_faults_per_forward": None if None in faults else float(np.mean(faults)),
-    }
-    if m["pairs"]:  # the median's distribution-free 95% interval: order stats n/2 -/+ 1.96 √n/2
-        a, half = np.sort(m["pairs"]), 1.96 * math.sqrt(len(m["pairs"])) / 2
-        lo = max(0, math.floor(len(a) / 2 - half))
-        hi = min(len(a) - 1, math.ceil(len(a) / 2 + half))
-        row.update(untimed_repeats=len(a), instrumentation_overhead=float(np.median(a) - 1),
-                   instrumentation_overhead_ci95=[float(a[lo] - 1), float(a[hi] - 1)])
+def pool_T(T, parts, min_time):
+    """One row of the sweep: one T's samples from every worker in `parts`, pooled. Per op
+    summarize's statistics; per T the proof that every sample lasted min_time, what the timers
+    cost (median timed/untimed - 1, with its interval), what they miss, and the page faults."""
+    samples = [s for p in parts for s in p["samples"]]
+    every = samples + [s for p in parts for s in p["one_thread"]]
+    faults = [p["faults"] for p in parts]
+    row = {"T": T, "samples": len(samples), "workers": len(parts),
+           "ops": {k: summarize([s[k] for s in samples], [[s[k] for s in p["samples"]]
+                                                          for p in parts]) for k in KEYS},
+           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
+           "samples_below_min_time": sum(s["batch_s"] < min_time for s in every),
+           "shortest_sample_s": min(s["batch_s"] for s in every),
+           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) / s["wall"]
+                                              for s in samples])),
+           "page_faults_per_forward": None if None in faults else
+           sum(faults) / sum(s["n"] for s in samples)}
+    if ratios := [v for p in parts for v in p["overhead"]]:
+        lo, hi, _ = quantile_interval(ratios, 0.5)
+        row.update(overhead_pairs=len(ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
+                   instrumentation_overhead=float(np.median(ratios) - 1))
     return row
 
 
-def threading_windows(T, m, row):
-    """The one-thread samples against the sample taken just before them on all BLAS threads, in
-    the same time window: on scores + av, the median of all threads over one; and how many
-    windows were slow (scores + av > SLOW x their time_s) for all threads but not for one, the
-    mark of threads that stop cooperating while a single thread keeps its speed."""
+def threading_windows(T, parts):
+    """One T's one-thread samples against the all-thread sample just before each (the same time
+    window): scores + av on all threads over one, both medians, and every op on one thread."""
     quad = ("scores", "av")
-    pairs = [(sum(p[op][i] for op in quad), sum(p["one_thread"][op][j] for op in quad))
-             for p in m["parts"] for j, i in enumerate(p["one_thread_after"])]
+    pairs = [(sum(p["samples"][o["after"]][op] for op in quad), sum(o[op] for op in quad))
+             for p in parts for o in p["one_thread"]]
     if not pairs:
         return None
-    one = np.percentile([b for _, b in pairs], 25)
-    many = sum(row["ops"][op]["time_s"] for op in quad)
     return {"T": T, "windows": len(pairs),
             "threads_over_one": float(np.median([a / b for a, b in pairs])),
-            "slow_for_threads_only": sum(bool(a > SLOW * many and b <= SLOW * one)
-                                         for a, b in pairs),
-            "one_thread_ops": {k: float(np.median(sum((p["one_thread"][k] for p in m["parts"]),
-                                                      []))) for k in KEYS}}
+            "scores_av_all_threads_s": float(np.median([a for a, _ in pairs])),
+            "scores_av_one_thread_s": float(np.median([b for _, b in pairs])),
+            "one_thread_ops": {k: float(np.median([o[k] for p in parts for o in p["one_thread"]]))
+                               for k in KEYS}}
 
 
 # ----------------------------------------------------------------------------------------------
-# Block D, the ceilings: each level's copy and pi from the workers' repeats (Phase 1's method),
-# unless Phase 1's manifest (or --roofline) gives beta and pi; then the ridge and its interval.
+# The ceilings (Block D): each level's copy and pi from the workers' repeats, by Phase 1's
+# method, estimated on the fast side like the ops; or Phase 1's manifest (or --roofline) when
+# given. Then the ridge and its interval.
 
-def pooled(xs):
-    """A ceiling from its repeats: the median, and [min, max] as its interval."""
-    return float(np.median(xs)), [float(min(xs)), float(max(xs))]
+def rate_estimate(rates):
+    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
+    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
+    lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
+    return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
+            "coverage": cover, "repeats": len(rates),
+            "repeats_range": [float(min(rates)), float(max(rates))]}
 
 
-def level_rates(runs):
-    """One level's copy rates from every worker's repeats. All threads copy at least as fast as
-    one, so each repeat counts the better of the two."""
-    one = sum((r["1"] for r in runs), [])
-    every = None if runs[0]["all"] is None else sum((r["all"] for r in runs), [])
-    best, rng = pooled(one if every is None else [max(a, b) for a, b in zip(one, every)])
-    return {"GBps": best, "GBps_range": rng, "repeats": len(one), "GBps_1thread": pooled(one)[0],
-            "GBps_all_threads": None if every is None else pooled(every)[0]}
+def level_ceiling(runs):
+    """One level's copy, on one thread and, where measured, on all: each estimated over all its
+    repeats, the faster estimate the level's (not the better of each pair: that favours noise)."""
+    one = rate_estimate(sum((r["1"] for r in runs), []))
+    every = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
+    best = every if every and every["value"] > one["value"] else one
+    return {"GBps": best["value"], "GBps_interval": best["interval"],
+            "interval_coverage": best["coverage"], "repeats": best["repeats"],
+            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is every else 1,
+            "GBps_1thread": one["value"], "GBps_all_threads": every and every["value"]}
 
 
 def combine_ceilings(per_worker, spec):
-    """The measured ceilings, and what the levels say of themselves: a plateau (DRAM at two
-    sizes within PLATEAU), a copy too small to see its level (numpy's per-call overhead bounds
-    it), a cache level with no roof of its own (no faster than the DRAM copy, a VM's slice of a
-    server's L3, say: drawn once with DRAM). Without a plateau beta's interval spans both sizes."""
-    levels = {name: {**lv, **level_rates([w["copy"][name] for w in per_worker])}
+    """The measured ceilings and what the levels say of themselves: a plateau (DRAM's two sizes
+    within PLATEAU), a copy bounded by numpy's call overhead, a level no faster than DRAM. Beta
+    is the larger DRAM copy's, plateau or not."""
+    levels = {name: {**lv, **level_ceiling([w["copy"][name] for w in per_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    check = level_rates([w["copy_check"]["DRAM"] for w in per_worker])
-    dram.update(GBps_check=check["GBps"], GBps_check_range=check["GBps_range"],
-                plateau=abs(check["GBps"] - dram["GBps"]) <= PLATEAU * dram["GBps"])
-    if not dram["plateau"]:
-        dram["GBps_range"] = [min(dram["GBps_range"][0], check["GBps_range"][0]),
-                              max(dram["GBps_range"][1], check["GBps_range"][1])]
+    check = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))
+    like = dram["GBps_all_threads"] or dram["GBps_1thread"]
+    dram.update(GBps_check=check["value"], plateau=abs(check["value"] - like) <= PLATEAU * like)
     for name, lv in levels.items():
         if name != "DRAM":
             faster = [v["GBps"] for n, v in levels.items() if n != name]
             lv["call_overhead_bound"] = lv["bytes"] < 256 << 10 and lv["GBps"] < max(faster)
             lv["same_roof_as_DRAM"] = not lv["call_overhead_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi, pi_rng = pooled(sum((w["matmul"] for w in per_worker), []))
+    pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-            "beta_peak_range": dram["GBps_range"], "pi_peak_GFLOPS": pi, "pi_peak_range": pi_rng,
-            "repeats": dram["repeats"], "copy_threads": spec["threads"], "levels": levels,
+            "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+            "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
+            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
+            "copy_threads": spec["threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
 
 def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or under
-    results_summary); a one-line UsageError otherwise. Read before measuring: fail at once."""
+    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
+    results_summary), else a UsageError, before measuring."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as e:
@@ -914,41 +873,33 @@ def read_ceilings(path):
 
 
 def choose_ceilings(given, measured):
-    """The beta and pi the roofline uses: Phase 1's when given (one number each, no interval
-    known), else the measured ones; the ridge pi / beta and its interval (lowest pi over highest
-    beta, to the reverse). Every level's copy stays as measured."""
+    """Phase 1's beta and pi when given (no interval known), else the measured; the ridge pi /
+    beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
     c = dict(measured) if given is None else {
-        **measured, **given, "beta_peak_range": [given["beta_peak_GBps"]] * 2,
-        "pi_peak_range": [given["pi_peak_GFLOPS"]] * 2}
+        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
+        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
+    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
     c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
-    c["ridge_range"] = [c["pi_peak_range"][0] / c["beta_peak_range"][1],
-                        c["pi_peak_range"][1] / c["beta_peak_range"][0]]
+    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
     return c
 
 
 # ----------------------------------------------------------------------------------------------
-# Block E, the analysis: each op placed on the roofline, and the numbers Block E's three answers
-# stand on, each computed once by a small function.
-
-def level_of(nbytes, levels):
-    """The smallest memory level whose capacity holds nbytes: where the op's data lives."""
-    return min([(lv["capacity_bytes"], name) for name, lv in levels.items() if
-                lv["capacity_bytes"] and nbytes <= lv["capacity_bytes"]], default=(0, "DRAM"))[1]
-
+# The analysis (Block E): each op placed on the roofline, and the numbers Block E's three
+# answers stand on, each computed once by a small function.
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
-    """Add FLOPs, bytes, intensity, GFLOPS, the attainable bound and the class to each op: against
-    the DRAM roofline (the lab's question; "ridge" when the intensity lies inside the ridge's
-    interval, too close to call) and against the level its working set fits in. forward_s, the
-    height of a stacked bar, is the sum of the five ops' time_s; shares are of it."""
+    """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
+    ridge's interval) and its own level; forward_s, a bar's height, is the five ops' sum."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
-    lo, hi = ceilings["ridge_range"]
+    lo, hi = ceilings["ridge_interval"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
     row["forward_s"] = sum(row["ops"][op]["time_s"] for op in OPS)
     flops_all = sum(f for f, _ in cost.values())
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
-        level = level_of(ws[op], ceilings["levels"])
+        level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
+                     if (lv["capacity_bytes"] or 0) >= ws[op]], default=(0, "DRAM"))[1]
         level_beta = ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
                  attainable_gflops=min(pi, beta * I),
@@ -962,19 +913,18 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
 
 
 def threshold_T(d_k, I_crit, bytes_factor):
-    """Smallest T from which scores/av are compute-bound, from T d_k / (4 d_k + b T) > I_crit:
-    b = 2 is the lab's intensity formula (8 T d_k + 4 T^2 bytes); b = 4 its Block E inequality as
-    written, T d_k > 4 (d_k + T) I_crit, which counts the T^2 matrix twice. The intensity tends
-    to d_k / b: if that is not above I_crit, no finite T makes the op compute-bound: None."""
+    """The smallest T from which scores/av are compute-bound, T d_k / (4 d_k + b T) > I_crit: b
+    = 2 is the lab's intensity formula, b = 4 its Block E inequality as written (the T^2 matrix
+    counted twice). None when d_k / b, the limit, is not above I_crit."""
     if d_k <= bytes_factor * I_crit:
         return None
     return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
 
 
-def thresholds(d_k, ridge, ridge_range):
-    """Block E's threshold T for scores and av, by the lab's formula at the ridge and at both
-    ends of its interval, and by its inequality as written at the ridge."""
-    lo, hi = ridge_range
+def thresholds(d_k, ridge, ridge_interval):
+    """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
+    ends of its interval, and by its inequality as written."""
+    lo, hi = ridge_interval
     return {"I_crit": ridge, "d_k": d_k,
             "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
@@ -983,46 +933,33 @@ def thresholds(d_k, ridge, ridge_range):
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
 
 
-def on_lab_laptop(Ts, d_model, n_heads):
-    """The lab's i5-8250U by the curriculum's own figures: where each op's working set would
-    live, from which T the softmax's (4 (5 h T^2 + T^2) bytes) leaves its 6 MiB L3, its ridge
-    (pi over the range of beta) and Block E's threshold there."""
-    caches = LAB_LAPTOP["caches_bytes"]
-    levels = {name: {"capacity_bytes": size} for name, size in caches.items()}
-    per_T = {str(T): {op: level_of(ws, levels) for op, ws in
-                      working_set(T, d_model, n_heads).items()} for T in Ts}
+def on_lab_laptop(n_heads):
+    """The lab's i5-8250U by the curriculum's figures: its ridge (pi over the range of beta), and
+    the T from which the softmax's 4 (5 h T^2 + T^2) bytes no longer fit its L3."""
     lo, hi = (LAB_LAPTOP["pi_GFLOPS"] / b for b in LAB_LAPTOP["beta_GBps"][::-1])
-    d_k = d_model // n_heads
-    return {"caches_bytes": caches, "level_per_T": per_T,
-            "softmax_spills_past_T": math.sqrt(caches["L3"] / (4 * (5 * n_heads + 1))),
-            "softmax_in_DRAM_at_T": [T for T in Ts if per_T[str(T)]["softmax"] == "DRAM"],
-            "pi_GFLOPS": LAB_LAPTOP["pi_GFLOPS"], "beta_GBps": LAB_LAPTOP["beta_GBps"],
-            "ridge_range": [lo, hi], "T_threshold_at_ridge_low": threshold_T(d_k, lo, 2)}
+    return {**LAB_LAPTOP, "ridge_range": [lo, hi], "softmax_spills_past_T": math.sqrt(
+        LAB_LAPTOP["caches_bytes"]["L3"] / (4 * (5 * n_heads + 1)))}
 
 
 def expected_observations(rows):
     """The lab's three expected observations (Block C), each held or not, with its numbers."""
     share = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
-    T_lo, T_hi = min(share), max(share)
     proj = lambda T: share[T]["qkv_proj"] + share[T]["out_proj"]  # noqa: E731
-    quad = lambda T: share[T]["scores"] + share[T]["softmax"] + share[T]["av"]  # noqa: E731
-    smallest = {T: min(OPS, key=lambda op: s[op]) for T, s in share.items()}
-    return [
-        {"claim": f"At T={T_lo} the projections (qkv_proj + out_proj) dominate",
-         "held": proj(T_lo) > quad(T_lo), "projections_share": proj(T_lo),
-         "T2_ops_share": quad(T_lo)},
-        {"claim": f"At T={T_hi} the T^2 ops (scores, softmax, av) dominate",
-         "held": quad(T_hi) > proj(T_hi), "projections_share": proj(T_hi),
-         "T2_ops_share": quad(T_hi)},
-        {"claim": "softmax is never the smallest component",
-         "held": all(smallest[T] != "softmax" for T in share),
-         "smallest_op_per_T": {str(T): op for T, op in smallest.items()},
-         "softmax_share_per_T": {str(T): share[T]["softmax"] for T in share}}]
+    smallest = {str(T): min(OPS, key=lambda op: s[op]) for T, s in share.items()}
+    return [{"claim": claim, "held": held, "projections_share": proj(T),
+             "T2_ops_share": 1 - proj(T)} for claim, held, T in (
+                (f"At T={min(share)} the projections (qkv_proj + out_proj) dominate",
+                 proj(min(share)) > 0.5, min(share)),
+                (f"At T={max(share)} the T^2 ops (scores, softmax, av) dominate",
+                 proj(max(share)) < 0.5, max(share)))] + [
+        {"claim": "softmax is never the smallest component", "smallest_op_per_T": smallest,
+         "held": "softmax" not in smallest.values(),
+         "softmax_share_per_T": {str(T): s["softmax"] for T, s in share.items()}}]
 
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
-    """scores + softmax + av as one op: same FLOPs; as measured, the lab's bytes of the three ops;
-    never writing S or A, far fewer bytes, and a roofline bound there (not a measurement)."""
+    """scores + softmax + av as one op: the same FLOPs; measured, the lab's bytes of the three;
+    S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
     fused = [row["ops"][op] for op in ("scores", "softmax", "av")]
     flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
     seconds = sum(o["time_s"] for o in fused)
@@ -1039,14 +976,14 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
 
 
 def softmax_against_roofs(row, ceilings):
-    """Block E's question 2: the softmax's GFLOPS against its DRAM roof, against what one thread
-    can copy (numpy runs it on one) and against the roof of the level its data lives in."""
+    """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
+    (numpy runs it on one), and the roof of the level its data lives in."""
     sm = row["ops"]["softmax"]
     roof = lambda beta: beta * sm["intensity"]  # noqa: E731
     return {"T": row["T"], "GFLOPS": sm["gflops"], "intensity": sm["intensity"],
             "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
             "ratio_to_memory_ceiling": sm["gflops"] / roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_1thread_dram_ceiling":
+            "ratio_to_1thread_dram_copy":
                 sm["gflops"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
             "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
             "level_ceiling_GFLOPS": sm["level_ceiling_gflops"],
@@ -1054,28 +991,34 @@ def softmax_against_roofs(row, ceilings):
 
 
 def anatomy_summary(per_worker, row, n_heads):
-    """scores and softmax taken apart (anatomy_steps), one sample of each step per worker: each
-    step's median time, its share of its op's steps, and the GB/s of the bytes it moves; against
-    the lab's byte count of the whole op."""
-    T, out = row["T"], {"T": row["T"], "scores": {}, "softmax": {}}
+    """The anatomy, one sample per worker: each step's median time, GB/s, and share of the steps
+    (`share`) and of the op's time_s in the forward (`share_of_forward`); between the two, the
+    op whole, alone."""
+    T, out = row["T"], {"T": row["T"], "scores": {}, "softmax": {}, "shortest_batch_s": min(
+        s["batch_s"] for w in per_worker for s in w.values())}
     for name in per_worker[0]:
         op, step = name.split("/")
         secs = float(np.median([w[name]["seconds"] for w in per_worker]))
         nbytes = per_worker[0][name]["bytes"]
+        if nbytes is None:  # the op whole
+            out[f"{op}_alone_s"] = secs
+            continue
         out[op][step] = {"median_s": secs, "bytes": nbytes, "GBps": nbytes / secs / 1e9,
                          "passes_over_T2": round(nbytes / (4 * n_heads * T * T), 2)}
     for op, steps in (("scores", out["scores"]), ("softmax", out["softmax"])):
         total = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in steps.values())
+        out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
         for s in steps.values():
-            s["share"] = s["median_s"] / total
+            s.update(share=s["median_s"] / total,
+                     share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
         out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in steps.values())
         out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
     return out
 
 
 def analyse(rows, cfg, ceilings, anatomy, windows):
-    """Everything Block E's answers stand on, from the rows placed on the roofline: at T_FOCUS
-    (else the largest T) the softmax against its roofs, the anatomies and Phase 27's preview."""
+    """All Block E's answers stand on; at T_FOCUS (else the largest T) the softmax, anatomy and
+    Phase 27."""
     by_T = {r["T"]: r for r in rows}
     focus = by_T.get(T_FOCUS) or by_T[max(by_T)]
     d, h = cfg["d_model"], cfg["n_heads"]
@@ -1083,8 +1026,8 @@ def analyse(rows, cfg, ceilings, anatomy, windows):
            "expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for T, r in by_T.items()},
-           "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_range"]),
-           "on_lab_laptop": on_lab_laptop(sorted(by_T), d, h),
+           "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
+           "on_lab_laptop": on_lab_laptop(h),
            "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
            "anatomy": anatomy_summary(anatomy, focus, h),
            "threading_windows": windows,
@@ -1096,81 +1039,128 @@ def analyse(rows, cfg, ceilings, anatomy, windows):
 
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
-# "quiet" only if none failed, each failure with its reason in plain words.
+# "quiet" only if none failed. A failed check says what happened and what to do, from what the
+# run measured, never more.
 
-def judged(value, limit, reason, applies=True):  # applies=False: skipped on this machine
+def check(value, limit, reason, remedy, do, applies=True):
+    """One check, and for when it fails its reason, remedy and remedy in a few words (`do`)."""
     return {"value": value, "limit": limit, "applies": applies,
-            "ok": None if value is None or not applies else value <= limit}, reason
+            "ok": None if value is None or not applies else value <= limit,
+            "reason": reason, "remedy": remedy, "do": do}
 
 
-def interference_checks(before, after, own_cpu_s, spare_cpus):
-    """What others did to the run: other processes' CPU use beyond the cores the run left free
-    (a desktop's browser on a spare core harms nothing), and the hypervisor's steal."""
+def others_by_name(before, after):
+    """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
+    between the two snapshots, or all it used if it started in between."""
+    wall, used = after["wall"] - before["wall"], {}
+    for pid, (name, secs, created) in after["procs"].items():
+        was = before["procs"].get(pid)
+        if was and was[0] == name and was[2] == created:
+            secs -= was[1]
+        elif created < before["time"]:  # there before, but not readable then: unknown
+            continue
+        used[name] = used.get(name, 0.0) + secs / wall
+    return sorted(([n, round(c, 3)] for n, c in used.items() if c >= 0.005), key=lambda x: -x[1])
+
+
+def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
+    """What others did: CPU use beyond the cores the run left free (a browser on a spare core
+    harms nothing), the hypervisor's steal, and the workers' preemptions over all their
+    sampling."""
     wall = after["wall"] - before["wall"]
-    others = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
+    used = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["total"] - before["total"], 1e-9)
-    return {"other_processes_cpus": judged(
-                others, limit, f"other processes used {others:.2f} CPUs on average while the "
-                f"sweep ran, and the run left {spare_cpus} free (limit {limit:.2f})"),
-            "steal_fraction": judged(
-                steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
-                f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)")}
-
-
-def preemption_check(workers):
-    """How often the workers were preempted while sampling, over all their sampling time: what
-    others' use did to the run (a burst of a fraction of a second in one worker is not a run)."""
     seen = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
     rate = sum(p for p, _ in seen) / sum(s for _, s in seen) if seen else None
-    return {"preemptions_per_s": judged(
-        rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second while "
-        f"sampling (limit {PREEMPT_LIMIT}): other processes took their CPUs")}
+    named = [(n, c) for n, c in others if c >= NAMED_CPUS][:3]  # names only, never arguments
+    close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
+             "close " + ", ".join(n for n, _ in named)) if named else (
+        "close other programs and rerun (no single process stood out)", "close others")
+    return {"other_processes_cpus": check(
+                used, limit, f"other processes used {used:.2f} CPUs on average while the sweep "
+                f"ran, and the run left {spare_cpus} free (limit {limit:.2f})", *close),
+            "steal_fraction": check(
+                steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
+                f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)", "a shared VM: rerun later, and "
+                "quote ratios or set runs side by side with --compare", "rerun later"),
+            "preemptions_per_s": check(
+                rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
+                f"while sampling (limit {PREEMPT_LIMIT}): other processes took their CPUs",
+                *close)}
 
 
 def clock_checks(freq_start, freq_end, workers):
-    """The governor and turbo unchanged from start to end, and the cores' clock, sampled during
-    every worker's samples, not fallen from the first worker to the last (a 15 W laptop leaves
-    turbo once its power budget runs out, and its later workers then run slower)."""
+    """Governor and turbo unchanged, and the clock, sampled in every worker, not fallen from the
+    first to the last (a 15 W laptop leaves turbo when its power budget runs out)."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     changed = state(freq_start) != state(freq_end)
     mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
     first, last = (mhz[0], mhz[-1]) if len(mhz) > 1 else (None, None)
     drop = None if first is None else 1 - last / first
-    return {"governor_or_turbo_changed": judged(
+    remedy = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
+              "-g performance), then rerun", "AC power, performance governor")
+    return {"governor_or_turbo_changed": check(
                 int(changed), 0, "the CPU governor/turbo changed during the run: "
-                f"{state(freq_start)} -> {state(freq_end)}"),
-            "clock_drop": judged(
+                f"{state(freq_start)} -> {state(freq_end)}", *remedy),
+            "clock_drop": check(
                 drop, CLOCK_DROP_LIMIT, f"the cores ran at {first or 0:.0f} MHz in the first "
                 f"worker and {last or 0:.0f} MHz in the last ({-100 * (drop or 0):.0f}%): a "
-                "laptop leaving turbo as its power budget runs out makes later samples slower")}
+                "laptop leaving turbo as its power budget runs out makes later samples slower",
+                *remedy)}
 
 
 def cooperation_check(windows, threads_ran):
-    """Do the BLAS threads help? scores + av on all threads over one, in the same time windows, at
-    the largest T, where the products are deepest: no clear gain there means the cores are not
-    cooperating now (a VM's host may have put them apart, or share them), and the BLAS times will
-    not repeat. A product only d_k deep, at a smaller T, may gain nothing even in a good run."""
-    T, worst = (windows[-1]["T"], windows[-1]["threads_over_one"]) if windows else (None, None)
-    return {"threads_cooperate": judged(
-        worst, COOPERATION_LIMIT, f"{threads_ran} BLAS threads took {worst or 0:.2f}x one "
-        f"thread's time on scores + av at T = {T} (limit {COOPERATION_LIMIT}): the cores are not "
-        "cooperating now (they may sit apart on the host, or be shared), so these numbers will "
-        "not repeat", applies=bool(threads_ran and threads_ran > 1))}
+    """Do the BLAS threads help scores + av at the largest T, in the same windows? If not, the
+    cores do not cooperate now (a VM's may sit apart on the host). One thread is advised only
+    where this run backs it: one thread was faster."""
+    w = windows[-1] if windows else {"T": None, "threads_over_one": None}
+    ratio, ms = w["threads_over_one"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
+    if ratio is not None and ratio > 1:
+        one = w["one_thread_ops"]
+        remedy = (f"in the same windows one thread ran scores + av at T = {w['T']} in "
+                  f"{ms(w['scores_av_one_thread_s'])}, {threads_ran} threads in "
+                  f"{ms(w['scores_av_all_threads_s'])} (one thread: scores {ms(one['scores'])}, av "
+                  f"{ms(one['av'])}, softmax {ms(one['softmax'])}): rerun with OMP_NUM_THREADS=1 "
+                  "and say so in your README; pi, the ridge and the classes of scores and av move "
+                  "with it, so compare such a run only with other one-thread runs",
+                  "rerun with OMP_NUM_THREADS=1")
+    else:
+        remedy = (f"one thread was not faster in the same windows, so this run does not back "
+                  "OMP_NUM_THREADS=1: rerun later, and set the runs side by side with --compare",
+                  "rerun later")
+    return {"threads_cooperate": check(
+        ratio, COOPERATION_LIMIT, f"{threads_ran} BLAS threads took {ratio or 0:.2f}x one "
+        f"thread's time on scores + av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores "
+        "are not cooperating now (they may sit apart on the host, or be shared)", *remedy,
+        applies=bool(threads_ran and threads_ran > 1))}
 
 
-def judge_conditions(checks):
-    """The verdict from every check: "disturbed" if any failed, with the reasons; the checks that
-    could not be made are listed as unknown, never taken as passed."""
-    reasons = [reason for entry, reason in checks.values() if entry["ok"] is False]
-    return {"checks": {name: entry for name, (entry, _) in checks.items()}, "reasons": reasons,
-            "unknown": [n for n, (e, _) in checks.items() if e["ok"] is None and e["applies"]],
-            "verdict": "disturbed" if reasons else "quiet"}
+def verdict_of(checks):
+    """Disturbed if any check failed, with reasons and remedies; a check not made is unknown,
+    not passed."""
+    failed = [{"check": n, "reason": c["reason"], "remedy": c["remedy"], "do": c["do"]}
+              for n, c in checks.items() if c["ok"] is False]
+    return {"verdict": "disturbed" if failed else "quiet", "failed": failed,
+            "checks": {n: {k: c[k] for k in ("value", "limit", "applies", "ok")}
+                       for n, c in checks.items()},
+            "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
+
+
+def judge_run(load, own_cpu_s, hardware, threads, warm, windows):
+    """Every check, from the load around the sweep, the run's CPU time, cpufreq, workers and
+    windows."""
+    spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
+    others = others_by_name(*load)
+    return {**verdict_of({
+        **interference_checks(*load, own_cpu_s, spare, warm, others),
+        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
+        **cooperation_check(windows, threads["blas_threads"])}), "other_processes": others[:5]}
 
 
 # ----------------------------------------------------------------------------------------------
-# Blocks C and D, the pictures: drawn from results.json alone (--replot), judging nothing.
+# The pictures (Blocks C and D): drawn from results.json alone (--replot), judging nothing.
 
 COLORS = {"qkv_proj": "#4C72B0", "scores": "#DD8452", "softmax": "#C44E52", "av": "#55A868",
           "out_proj": "#8172B3"}
@@ -1193,8 +1183,8 @@ def png_bytes(fig, dpi=150):
 
 
 def unclutter(fig, labels):
-    """Nudge each label (an annotation in offset points) up, then sideways, until its box covers
-    no other text of the figure and stays inside it: a plot's labels may never hide each other."""
+    """Nudge each label up, then sideways, until it covers no other text and stays in the
+    figure."""
     from matplotlib.text import Text
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
@@ -1216,23 +1206,27 @@ def unclutter(fig, labels):
         others.append(label.get_window_extent(r))
 
 
-def footer(fig, res):
+def footer(fig, res, marks, protocol):
+    """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
+    do, in one short line. Returns the share of the figure's height it takes."""
     hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
-    text = (f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' if hw['virtualized'] else ''})"
-            f" | BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
-            f" | time_s: 25th percentile of {cfg['repeats']} samples (each >= "
-            f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} processes"
-            + " | --quick: smoke test, not a measurement" * cfg["quick"])
-    verdict = f"run conditions: {cond['verdict']}" + "".join(f"; {r}" for r in cond["reasons"])
-    text += "\n" + "\n".join(textwrap.wrap(verdict, int(fig.get_figwidth() * 72 / 4.3)))
-    fig.text(0.5, 0.005, text, ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
+    todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
+    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
+             f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
+             + " | --quick: smoke test, not a measurement" * cfg["quick"],
+             f"{marks}: time_s, the 25th percentile of {cfg['samples_per_T']} samples per T (each "
+             f">= {cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
+             f"processes; {protocol}", f"run conditions: {cond['verdict']}" + "".join(
+                 f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
+    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
+    fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
              color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
+    return (len(text) * 7.5 * 1.3 + 6) / 72 / fig.get_figheight()
 
 
-def stack_bars(ax, rows, default, dominant, fontsize=8.5):
-    """One stacked bar per row (the five ops' time_s in ms: its height is forward_s), labelled
-    with the forward's time and its dominant op, and against its right side a hatched bar: the
-    same forward on the default heap. Returns the labels, for unclutter."""
+def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
+    """One stacked bar per row (the five ops' time_s, ms), the default heap's hatched bar
+    against it; rows whose T is `labelled` get their time and dominant op. Returns the labels."""
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for op in OPS:
@@ -1247,6 +1241,8 @@ def stack_bars(ax, rows, default, dominant, fontsize=8.5):
     labels, above = [], {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
                          "va": "bottom"}
     for i, r in enumerate(rows):
+        if r["T"] not in labelled:
+            continue
         dom = dominant[str(r["T"])]
         share = 100 * r["ops"][dom]["time_share"]
         labels.append(ax.annotate(f"{bottom[i]:.3f} ms\n{dom} {share:.0f}%", (x[i], bottom[i]),
@@ -1265,23 +1261,21 @@ def stack_bars(ax, rows, default, dominant, fontsize=8.5):
 
 
 def plot_perf(res):
-    """Block C: where each forward's time goes. Left, one stacked bar per T in ms, the default
-    heap's forward beside each, and the T whose bars are too small to read at their own scale in
-    an inset; right, each op's share of the time beside its share of the FLOPs."""
+    """Block C: each T's forward as stacked bars (small ones again in an inset), the default
+    heap's beside; each op's share of the time beside its share of the FLOPs."""
     from matplotlib.patches import Patch
     rows, cfg, dominant = res["sweep"], res["config"], res["analysis"]["dominant_op_per_T"]
     default = {r["T"]: r for r in res["sweep_default_heap"]}
     fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 6.2), gridspec_kw={"width_ratios": [1.2, 1]})
-    labels = stack_bars(ax, rows, default, dominant)
     small = [r for r in rows if r["forward_s"] < 0.15 * max(q["forward_s"] for q in rows)]
-    if 0 < len(small) < len(rows):
+    small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
+    labels = stack_bars(ax, rows, default, dominant, {r["T"] for r in rows if r not in small})
+    if small:
         inset = ax.inset_axes([0.06, 0.42, 0.16 + 0.2 * len(small), 0.45])
-        labels += stack_bars(inset, small, default, dominant, fontsize=7.5)
+        labels += stack_bars(inset, small, default, dominant, {r["T"] for r in small}, 7.5)
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
-        for label in labels[:2 * len(small)]:  # read in the inset, not on the flat bars
-            label.set_visible(False)
     ax.set_ylabel("time per forward (ms)")
     ax.set_title("Time per forward (bars); with glibc's default heap (hatched)", fontsize=11)
     for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
@@ -1304,16 +1298,17 @@ def plot_perf(res):
                                                          " (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
-    footer(fig, res)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.9))
-    unclutter(fig, [label for label in labels if label.get_visible()])
+    dflt = res["sweep_default_heap"][0]
+    low = footer(fig, res, "bars", f"hatched: 25th percentile of {dflt['samples']} samples per T "
+                 f"from {dflt['workers']} default-heap process")
+    fig.tight_layout(rect=(0, low, 1, 0.9))
+    unclutter(fig, labels)
     return fig
 
 
 def ring_sizes(points, first=5.0, step=1.5, near=0.03):
-    """Marker diameters (points) of hollow rings, from (x, y, T index): `step` times larger at
-    each T, and a ring within `near` decades of an earlier one of nearly its size (less than
-    `step` times apart) grown past it, so that rings on the same spot nest, never hide."""
+    """Diameters (points) of hollow rings from (x, y, T index): `step` times larger per T, and a
+    ring on the spot of one of nearly its size grown past it, so that rings nest, never hide."""
     sizes = []
     for j, (x, y, i) in enumerate(points):
         d = first * step**i
@@ -1326,16 +1321,16 @@ def ring_sizes(points, first=5.0, step=1.5, near=0.03):
 
 
 def draw_roofs(ax, res, xs):
-    """The DRAM roof (beta) and pi in black, beta's interval as a band, each cache level with a
-    roof of its own fainter, the ridge and its interval; the legend handles, in order."""
+    """DRAM's roof (beta) and pi in black with beta's interval as a band, each level with a roof
+    of its own fainter, the ridge and its interval; the legend handles."""
     c = res["ceilings"]
-    beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_range"]
+    beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
                                                      else "capped to fit memory"))
-    src = {"measured": f"DRAM copy, median of {c['repeats']}", "phase1": "Phase 1",
+    src = {"measured": f"{dram['bytes'] >> 20} MiB copy", "phase1": "Phase 1",
            "cli": "--roofline"}[c["source"]]
     mm = "" if c["source"] != "measured" else f" ({c['matmul']['n']}x{c['matmul']['n']} matmul: +)"
     handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
@@ -1343,7 +1338,7 @@ def draw_roofs(ax, res, xs):
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
-        f"beta's interval, {lo:.1f}-{hi:.1f} GB/s" + (
+        f"beta's 95 % interval, {lo:.1f}-{hi:.1f} GB/s" + (
             f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
             f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
             else ""))))
@@ -1353,17 +1348,17 @@ def draw_roofs(ax, res, xs):
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof: {lv['GBps']:.0f} GB/s ({size} copied)")
-    r_lo, r_hi = c["ridge_range"]
+    r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's intervals, {r_lo:.2f}-{r_hi:.2f}:"
-        "\n  ops inside it are 'near the ridge'")))
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's 95 % intervals,\n  "
+        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
 
 
 def draw_points(ax, res):
-    """Every op at every T as a hollow ring, its colour the op, its size the T, joined along T,
-    and pi's matmul as a grey +; the legend entries, in order, and the handler of the ring key."""
+    """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
+    as a +; the legend entries and the ring key's handler."""
     from matplotlib.legend_handler import HandlerTuple
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], i, op)
            for op in OPS for i, r in enumerate(res["sweep"])]
@@ -1382,8 +1377,8 @@ def draw_points(ax, res):
 
 
 def plot_roofline(res):
-    """Block D: every op at every T at (intensity, GFLOPS) on this machine's roofline, on axes
-    that span the data; the Phase 27 preview as an arrow from the measured fused op to its bound."""
+    """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
+    27's preview as an arrow from the fused op measured to its bound."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
     m, f = pv["measured"], pv["without_materialising_A"]
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"] for op in OPS]
@@ -1399,12 +1394,12 @@ def plot_roofline(res):
          f"scores + softmax + av at T={pv['T']}, measured: I = {m['intensity']:.2f}")] + roofs + [
         (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
-         f"the same, A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
+         f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
          f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
     ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
-              bbox_to_anchor=(0.5, -0.1), frameon=False, ncol=2, labelspacing=0.7,
+              bbox_to_anchor=(0.5, -0.115), frameon=False, ncol=2, labelspacing=0.7,
               handlelength=5.5, columnspacing=1.5)
     ax.tick_params(axis="x", which="both", pad=6)  # off the y axis's lowest label
     ax.set(xscale="log", yscale="log", xlim=(x_lo, x_hi), ylim=(y_lo, y_hi),
@@ -1412,63 +1407,35 @@ def plot_roofline(res):
            ylabel="GFLOPS (the lab's FLOPs / time_s)")
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
-    footer(fig, res)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    cfg = res["config"]
+    low = footer(fig, res, "rings", "roofs: " + (
+        f"the 75th percentile of {c['beta_repeats']} repeats of the copy and {c['pi_repeats']} of "
+        f"the matmul (each >= {cfg['min_time_s'] * 1e3:g} ms)" if c["source"] == "measured"
+        else c["depends_on"]))
+    fig.tight_layout(rect=(0, low, 1, 1))
     return fig
 
 
 # ----------------------------------------------------------------------------------------------
-# Block F, the files: results.json, the lab's manifest, written atomically, and the one check
-# that a results.json holds what --replot and --compare read.
+# The files (Block F): results.json, the lab's manifest, written together atomically, and the one
+# check that a results.json holds what --replot and --compare read.
 
-def build_results(args, plan, hardware, threads, given, workers, cpu):
-    """results.json: the sweep's statistics, the ceilings, each op placed, the analysis and the
-    run's verdict, all from the workers' results (the default-heap one first)."""
-    (dflt, *warm), (before, after, own_cpu_s) = workers, cpu
-    merged = merge(warm, args.T)
-    rows = [profile_row(T, merged[T], args.min_time) for T in args.T]
-    default_rows = [profile_row(T, m, args.min_time) for T, m in merge([dflt], args.T).items()]
-    windows = [w for r in rows if (w := threading_windows(r["T"], merged[r["T"]], r))]
-    ceilings = choose_ceilings(given, combine_ceilings([w["ceilings"] for w in warm],
-                                                       plan["ceilings"]))
-    for r in rows + default_rows:
-        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
-    cfg = {"d_model": args.d_model, "n_heads": args.n_heads, "d_head": args.d_model // args.n_heads,
-           "T_sweep": args.T, "seed": args.seed, "repeats": plan["workers"] * plan["rounds"],
-           "min_time_s": args.min_time, "quick": args.quick, "workers": plan["workers"],
-           "rounds_per_worker": plan["rounds"], "in_process": args.in_process,
-           "default_heap_repeats": plan["default_heap_repeats"],
-           "one_thread_rounds": plan["one_thread_rounds"], "anatomy_T": plan["anatomy_T"],
-           "ceiling_repeats": ceilings["repeats"], "blas_threads": threads["blas_threads"],
-           "headline": "time_s = 25th percentile of all samples (see README)",
-           "model": "causal MHA, heads as a batch axis, no biases, float32"}
-    hardware["cpufreq_at_end"] = cpufreq_state()
-    spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
-    conditions = judge_conditions({
-        **interference_checks(before, after, own_cpu_s, spare), **preemption_check(warm),
-        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
-        **cooperation_check(windows, threads["blas_threads"])})
-    return {
-        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(),
-        "config": cfg,
-        "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                     "matplotlib": version("matplotlib"), "threadpoolctl": version("threadpoolctl"),
-                     "psutil": version("psutil"), "blas": threads.pop("blas")},
-        "hardware": hardware, "threads": threads,
-        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
-                                                                     "OPENBLAS_L2_SIZE")},
-        "heap": warm[0]["heap"], "conditions": conditions,
-        "workers": [{k: w[k] for k in ("pid", "started", "ended", "sampling_s", "preempted",
-                                       "cpu_s", "peak_rss_MiB")} for w in workers],
-        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker":
-                            max((w["peak_rss_MiB"] or 0) for w in workers) or None},
-        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
-        "analysis": analyse(rows, cfg, ceilings, [w["anatomy"] for w in warm], windows)}
+def run_config(args, plan, threads):
+    """results.json's config: what was asked and what the plan made of it."""
+    return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
+            "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
+            "samples_per_T": plan["workers"] * plan["rounds"], "workers": plan["workers"],
+            "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
+            "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
+            "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
+            "ceiling_repeats": plan["ceilings"]["reps"] * plan["workers"],
+            "cache_repeats": plan["ceilings"]["cache_reps"] * plan["workers"],
+            "model": "causal MHA, heads as a batch axis, no biases, float32"}
 
 
 def make_manifest(results, argv):
-    """The lab's Block F manifest, its keys as the lab spells them (results_summary's four
-    figures from time_s at T_FOCUS), the machine as detected, and where the run came from."""
+    """The lab's Block F manifest as the lab spells it, the machine, and where the run came
+    from."""
     cfg, c = results["config"], results["ceilings"]
     row = next((r for r in results["sweep"] if r["T"] == T_FOCUS), None)
     ops = row and row["ops"]
@@ -1480,18 +1447,17 @@ def make_manifest(results, argv):
     return {
         "experiment": "15-attention-perf", "date": results["date"], "seed": cfg["seed"],
         "versions": results["versions"], "depends_on": c["depends_on"],
-        "config": {k: cfg[k] for k in ("d_model", "n_heads", "T_sweep", "d_head", "repeats",
+        "config": {k: cfg[k] for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
                                        "min_time_s", "quick", "blas_threads", "workers")}
         | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
-        "results_summary_definitions": {
-            "time_s": "each figure uses time_s, an op's 25th percentile over all samples",
+        "results_summary_definitions": {  # each figure from time_s, its 25th percentile
             "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the five ops' sum)",
-            "phase_27_motivation_pct_memory": "percent of forward_s spent in ops memory-bound "
-            "against the roof of the level their working set fits in (level_bound)"},
+            "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
+            "the roof of the level their working set fits in (level_bound)"},
         "ridge_intensity": c["ridge"], "ceilings_source": c["source"],
         "conditions_verdict": results["conditions"]["verdict"],
-        "conditions_reasons": results["conditions"]["reasons"], "threads": results["threads"],
+        "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
         "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
         "command": " ".join(["python", Path(__file__).name] + list(argv)),
         "environment": results["environment"]}
@@ -1502,84 +1468,64 @@ def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any
 
 
 def write_atomically(out_dir, files):
-    """Write every {name: bytes} into out_dir as one set: each into a temp file first, then each
-    earlier file set aside and the new one renamed into place. Whatever step fails (or Ctrl-C),
-    the temp files go and every earlier file is back as it was: never a new results.json beside
-    an old manifest.json."""
+    """Write {name: bytes} into out_dir as one set: all into a temporary folder first, then each
+    renamed into place. If any step fails (or Ctrl-C), every earlier file is put back as it was:
+    never a new results.json beside an old manifest.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    temps, backups, placed = {}, {}, []
-    try:
-        for name, data in files.items():
-            fd, temps[name] = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
-            os.chmod(temps[name], 0o666 & ~umask)  # mkstemp makes 0600; give the usual mode
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        for name in files:
-            if (out_dir / name).exists():
-                backups[name] = out_dir / f".{name}.old"
-                os.replace(out_dir / name, backups[name])
-            os.replace(temps[name], out_dir / name)
-            del temps[name]
-            placed.append(name)
-    except BaseException:
-        for name in placed:
-            if name not in backups:
-                os.unlink(out_dir / name)
-        for name, old in backups.items():
-            os.replace(old, out_dir / name)
-        backups.clear()
-        raise
-    finally:
-        for path in list(temps.values()) + list(backups.values()):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+    old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
+        try:
+            for name, data in files.items():
+                with open(Path(tmp) / name, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            for name in files:
+                os.replace(Path(tmp) / name, out_dir / name)
+        except BaseException:
+            for name in files:
+                if name in old:
+                    (out_dir / name).write_bytes(old[name])
+                elif (out_dir / name).exists():
+                    (out_dir / name).unlink()
+            raise
 
 
 def load_results(arg):
-    """A results.json of this lab (the file, or a folder holding one) with everything --replot
-    and --compare read; a one-line UsageError otherwise."""
+    """A results.json of this lab (or its folder) with all --replot and --compare read, else
+    a one-line UsageError."""
     path = Path(arg)
     path = path / "results.json" if path.is_dir() else path
     try:
         res = json.loads(path.read_text())
-        if res["experiment"] != "15-attention-perf" or not res["sweep"]:
-            raise ValueError
-        rows = res["sweep"] + res["sweep_default_heap"]
-        [float(r["forward_s"]) for r in rows]
-        for o in (r["ops"][k] for r in rows for k in KEYS):
+        rows, a, c = res["sweep"] + res["sweep_default_heap"], res["analysis"], res["ceilings"]
+        assert res["experiment"] == "15-attention-perf" and res["sweep"]
+        for o in [r["ops"][k] for r in rows for k in KEYS]:  # what the pictures and rows read
             float(o["time_s"]), len(o["worker_times"])
-        for o in (r["ops"][op] for r in rows for op in OPS):
+        for o in [r["ops"][k] for r in rows for k in OPS]:
             float(o["intensity"]) + float(o["gflops"]) + float(o["time_share"]), o["bound"]
-        a, c = res["analysis"], res["ceilings"]
-        [a["dominant_op_per_T"][str(r["T"])] for r in res["sweep"]]
-        a["phase_27_preview"]["measured"]["intensity"], a["threading_windows"]
-        float(c["beta_peak_GBps"]), float(c["pi_peak_GFLOPS"]), c["ridge_range"], c["levels"]
-        res["hardware"]["cpu_model"], res["config"]["d_model"], res["heap"]["mode"]
-        res["conditions"]["verdict"], res["threads"]["blas_threads"]
+        [float(r["forward_s"]) for r in rows], [a["dominant_op_per_T"][str(r["T"])]
+                                                 for r in res["sweep"]]
+        a["phase_27_preview"]["measured"], a["threading_windows"], c["ridge_interval"]
+        c["levels"]["DRAM"], res["hardware"]["cpu_model"], res["config"]["d_model"]
+        res["heap"]["mode"], res["conditions"]["failed"], res["threads"]["blas_threads"]
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+    except (AssertionError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         raise UsageError(f"{path} is not a results.json written by this perf.py") from None
     return path, res
 
 
 # ----------------------------------------------------------------------------------------------
-# Block G, --compare A B: measures nothing. A is the baseline (say, the committed reference), B
-# the new run (say, a learner's laptop). First whether the two machines were in the same state,
-# then per op and T whether B is faster, slower or the same, against both runs' own noise.
+# --compare A B: measures nothing. A is the baseline (say, the committed reference), B the new run
+# (say, a learner's laptop): first whether the two machines were in the same state, then per op
+# and T whether B is faster, slower or the same, against both runs' own noise.
 
 def compare_rows(a, b, Ts):
-    """Per op per T: both headlines, B/A, the change of share, and the verdict: "same" unless
-    B/A leaves the band [1/band, band], band = the larger of the two runs' own noise, at least
-    NOISE_FLOOR. A run's noise on an op is how far its fresh processes disagree: the max/min of
-    the workers' time_s; from five workers on the second highest over the second lowest, so that
-    one worker caught in a slow episode does not blind the comparison."""
+    """Per op and T: both headlines, B/A, the change of share, and "same" unless B/A leaves
+    [1/band, band], band the larger run's noise (>= NOISE_FLOOR): its processes' time_s max /
+    min, from five the second highest over the second lowest (one slow worker does not blind
+    it)."""
     ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
@@ -1595,110 +1541,95 @@ def compare_rows(a, b, Ts):
     return rows
 
 
-def machine_refs(res, T):
-    """What a run measured of its machine rather than of the code: the threads' cooperation, the
-    one-thread scores + av at T (a reference that threads cannot move), the DRAM copy."""
-    w = {x["T"]: x for x in res["analysis"]["threading_windows"]}.get(T)
-    dram = res["ceilings"]["levels"]["DRAM"]
-    return {"threads over one thread (scores + av)":
-            res["conditions"]["checks"]["threads_cooperate"]["value"],
-            f"one thread, scores + av at T={T} (ms)":
-            w and 1e3 * (w["one_thread_ops"]["scores"] + w["one_thread_ops"]["av"]),
-            "DRAM copy (GB/s)": dram["GBps"], "DRAM copy, one thread (GB/s)": dram["GBps_1thread"]}
-
-
-def machine_state(a, b, T):
-    """Were the two machines in the same state? Judged only from what does not depend on the
-    code: the hardware and threads, each run's verdict, each run's machine references. The
-    signals that differ, each with its numbers; none: the differences are the code's."""
-    signals = [f"{fact}: {get(a)} in A, {get(b)} in B" for fact, get in (
-        ("CPU", lambda r: r["hardware"]["cpu_model"]),
-        ("physical cores", lambda r: r["hardware"]["physical_cores"]),
-        ("BLAS threads", lambda r: r["threads"]["blas_threads"])) if get(a) != get(b)]
-    signals += [f"{name} was disturbed: " + "; ".join(r["conditions"]["reasons"])
-                for name, r in (("A", a), ("B", b)) if r["conditions"]["verdict"] == "disturbed"]
-    ra, rb = machine_refs(a, T), machine_refs(b, T)
-    return signals + [f"{fact}: {ra[fact]:.2f} in A, {rb[fact]:.2f} in B" for fact in ra
-                      if ra[fact] and rb[fact] and max(ra[fact] / rb[fact],
-                                                       rb[fact] / ra[fact]) > STATE_LIMIT]
-
-
-def compare_story(a, b, Ts):
-    """The two runs' stories side by side, each line that differs marked, with a likely reason
-    where the data gives one."""
-    ca, cb = a["ceilings"], b["ceilings"]
-    apart = lambda va, vb, limit: bool(va and vb and max(va / vb, vb / va) > limit)  # noqa: E731
-    story = [(fact, get(a), get(b), None, None) for fact, get in (
-        ("cpu", lambda r: r["hardware"]["cpu_model"]),
-        ("BLAS threads", lambda r: r["threads"]["blas_threads"]),
-        ("heap", lambda r: r["heap"]["mode"]),
-        ("run conditions", lambda r: r["conditions"]["verdict"]))]
-    ra, rb = machine_refs(a, Ts[-1]), machine_refs(b, Ts[-1])
-    story += [(fact, ra[fact], rb[fact], apart(ra[fact], rb[fact], STATE_LIMIT),
-               f"more than {STATE_LIMIT}x apart: the machine's state, not the code") for fact in ra]
-    story += [(fact, ca[key], cb[key], apart(ca[key], cb[key], 1 + PLATEAU),
-               f"{cb[key] / ca[key]:.2f}x in B") for fact, key in (
-        ("beta (GB/s)", "beta_peak_GBps"), ("pi (GFLOPS)", "pi_peak_GFLOPS"),
-        ("ridge (FLOP/byte)", "ridge"))]
-    story += [(f"dominant op at T={T}", a["analysis"]["dominant_op_per_T"][str(T)],
-               b["analysis"]["dominant_op_per_T"][str(T)], None, None) for T in Ts]
-    cls = lambda res, op: " ".join(f"{r['T']}:{r['ops'][op]['bound']}"  # noqa: E731
-                                   for r in res["sweep"] if r["T"] in Ts)
-    story += [(f"{op}, class per T", cls(a, op), cls(b, op), None, "the ridge's interval is "
-               "{:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(*ca["ridge_range"],
-                                                                  *cb["ridge_range"]))
-              for op in OPS]
-    story += [(f"expected: {oa['claim']}", oa["held"], ob["held"], None, None) for oa, ob in
-              zip(a["analysis"]["expected_observations"], b["analysis"]["expected_observations"])]
+def compare_facts(a, b, T):
+    """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
+    over `limit` times apart) and why. `state` facts are the machine's, not the code's."""
+    w = lambda r: {x["T"]: x for x in r["analysis"]["threading_windows"]}.get(T)  # noqa: E731
+    facts = [  # (fact, how it is read, state, limit, why it differs)
+        ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
+            "cpu_model", "vendor", "family", "model"))), True, None, None),
+        ("numpy's SIMD kernels", lambda r: " ".join(r["hardware"].get("numpy_dispatch_used", [])),
+         True, None, "numpy runs other kernels (exp among them) on the two CPUs"),
+        ("physical cores", lambda r: r["hardware"]["physical_cores"], True, None, None),
+        ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
+        ("heap", lambda r: r["heap"]["mode"], False, None, None),
+        ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
+        ("threads over one thread (scores + av)", lambda r: r["conditions"]["checks"][
+            "threads_cooperate"]["value"], True, STATE_LIMIT, None),
+        (f"one thread, scores + av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)[
+            "scores_av_one_thread_s"], True, STATE_LIMIT, None),
+        ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
+         True, STATE_LIMIT, None),
+        ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, STATE_LIMIT, None),
+        ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], False, 1 + PLATEAU, None),
+        ("ridge (FLOP/byte)", lambda r: r["ceilings"]["ridge"], False, 1 + PLATEAU, None)]
+    facts += [(f"dominant op at T={t}", lambda r, t=t: r["analysis"]["dominant_op_per_T"].get(
+        str(t)), False, None, None) for t in (x["T"] for x in a["sweep"]) if t <= T]
+    facts += [(f"{op}, class per T", lambda r, op=op: " ".join(
+        f"{x['T']}:{x['ops'][op]['bound']}" for x in r["sweep"] if x["T"] <= T), False, None,
+        "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
+            *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
+    facts += [(f"expected: {o['claim']}", lambda r, i=i: r["analysis"]["expected_observations"][i][
+        "held"], False, None, None) for i, o in enumerate(a["analysis"]["expected_observations"])]
     out = []
-    for fact, va, vb, differs, why in story:
-        differs = va != vb if differs is None else differs
-        out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
+    for fact, get, state, limit, why in facts:
+        va, vb = get(a), get(b)
+        differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
+        if differs and limit and not why:
+            why = f"{vb / va:.2f}x in B" + ": the machine's state, not the code" * state
+        out.append({"fact": fact, "a": va, "b": vb, "differs": differs, "state": state,
                     "why": why if differs else None})
     return out
 
 
-def compare(arg_a, arg_b):
-    """compare.json's contents and bytes, from two results.json, and B's folder."""
+def state_signals(a, b, facts):
+    """Why the two machines were not in the same state: the state facts that differ, and each
+    disturbed run's reasons. None: the differences are the code's."""
+    v = lambda x: f"{x:.2f}" if isinstance(x, float) else x  # noqa: E731
+    return [f"{f['fact']}: {v(f['a'])} in A, {v(f['b'])} in B" for f in facts
+            if f["state"] and f["differs"]] + [
+        f"{name} was disturbed: " + "; ".join(f["reason"] for f in r["conditions"]["failed"])
+        for name, r in (("A", a), ("B", b)) if r["conditions"]["verdict"] == "disturbed"]
+
+
+def compare(arg_a, arg_b, out):
+    """--compare: rows, facts and state signals into compare.json (in out, else B's folder),
+    printed."""
     (pa, a), (pb, b) = load_results(arg_a), load_results(arg_b)
     for key in ("d_model", "n_heads"):
         if a["config"][key] != b["config"][key]:
             raise UsageError(f"the runs differ in {key} ({a['config'][key]} vs "
                              f"{b['config'][key]}): nothing to compare")
     Ta, Tb = ({r["T"] for r in res["sweep"]} for res in (a, b))
-    Ts = sorted(Ta & Tb)
-    if not Ts:
+    if not (Ts := sorted(Ta & Tb)):
         raise UsageError(f"the runs share no T ({sorted(Ta)} vs {sorted(Tb)})")
-    rows, signals = compare_rows(a, b, Ts), machine_state(a, b, Ts[-1])
-    result = {"a": str(pa), "b": str(pb), "T": Ts,
-              "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)},
-              "same_state": not signals, "state_signals": signals, "rows": rows,
-              "story": compare_story(a, b, Ts)}
-    return result, {"compare.json": to_json(result)}, pb.parent
-
-
-def print_compare(c):
-    print(f"A = {c['a']}\nB = {c['b']}\n")
-    print("same machine state: the differences below are the code's (or noise)"
-          if c["same_state"] else "the machines were in different states, so the differences "
-          "below are not only the code's: " + "; ".join(c["state_signals"]))
+    facts = compare_facts(a, b, Ts[-1])
+    signals = state_signals(a, b, facts)
+    c = {"a": str(pa), "b": str(pb), "T": Ts, "same_state": not signals,
+         "state_signals": signals, "rows": compare_rows(a, b, Ts),
+         "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
+    write_atomically(out or pb.parent, {"compare.json": to_json(c)})
+    print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("same machine state: the differences below are "
+          "the code's (or noise)" if c["same_state"] else "the machines were in different "
+          "states, so the differences below are not only the code's: " + "; ".join(
+              c["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  verdict")
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
               f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['verdict']}")
-    left = c["left_out_T"]
-    if left["a_only"] or left["b_only"]:
+    if (left := c["left_out_T"])["a_only"] or left["b_only"]:
         print(f"\nleft out: T={left['a_only']} only in A, T={left['b_only']} only in B")
     print("\n  fact: A | B   (* the two runs tell a different story here)")
-    for s in c["story"]:
-        fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
-        print(f"{'*' if s['differs'] else ' '} {s['fact']}: {fmt(s['a'])} | {fmt(s['b'])}"
-              + (f"  <- {s['why']}" if s["why"] else ""))
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    for f in facts:
+        print(f"{'*' if f['differs'] else ' '} {f['fact']}: {fmt(f['a'])} | {fmt(f['b'])}"
+              + (f"  <- {f['why']}" if f["why"] else ""))
+    print(f"\nwrote compare.json to {out or pb.parent}")
 
 
 # ----------------------------------------------------------------------------------------------
-# Block H, the command line: parsing touches nothing; the run is refused before it measures
-# (bad input, a T beyond the memory, an output folder that cannot take files); main dispatches.
+# The command line and the conductor: parsing touches nothing; a run is refused before it
+# measures; run_lab conducts a run; main dispatches.
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, instead of argparse's usage dump
@@ -1725,119 +1656,138 @@ def parse_args(argv):
     add("--d-model", type=number(int), default=64)
     add("--n-heads", type=number(int), default=4)
     add("--seed", type=number(int, positive=False), default=0)
-    add("--min-time", type=number(float), help="seconds one sample aggregates (default 0.05)")
-    add("--repeats", type=number(int), help="samples per T, over all workers (default 100)")
+    add("--min-time", type=number(float), help="seconds of work in each sample and each ceiling "
+        "repeat, at least (default 0.05)")
+    add("--samples", "--repeats", type=number(int), help="samples per T over all workers, rounded "
+        "up to a multiple of --workers (default 100)")
     add("--workers", type=number(int), help="fresh worker processes (default 5)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=number(int), help="BLAS threads (default: OMP_NUM_THREADS, else one "
-                                            "per physical core)")
+        "per physical core)")
     add("--out", type=Path, help="output folder (default: this one; --compare: B's)")
     add("--roofline", type=Path, help="Phase 1 manifest: beta_peak_GBps, pi_peak_GFLOPS")
     add("--quick", action="store_true", help="a smoke test of a few seconds, not a measurement")
     add("--replot", action="store_true", help="only redraw both PNGs from --out's results.json")
     add("--compare", nargs=2, metavar=("A", "B"), help="B against the baseline A (results.json "
-                                                        "or folders): writes compare.json")
+        "or folders): writes compare.json")
     args = p.parse_args(argv)
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
     prof = PROFILES["quick" if args.quick else "default"]
     args.min_time = args.min_time or prof["min_time"]
-    args.repeats = args.repeats or prof["repeats"]
-    args.workers = min(args.workers or prof["workers"], args.repeats)
+    args.samples = args.samples or prof["samples"]
+    args.workers = min(args.workers or prof["workers"], args.samples)
     args.T = sorted(set(args.T))
-    if not args.compare:
-        args.out = args.out or HERE
+    args.out = args.out or (None if args.compare else HERE)
     return args
 
 
-def check_writable(out):
-    """Fail before measuring, not after, and leave nothing behind: the folder (made for the
-    probe where missing, and removed again) must take a file."""
-    made = []
-    try:
-        for p in [*reversed(out.parents), out]:
-            if not p.exists():
-                p.mkdir()
-                made.append(p)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise UsageError(f"--out {out}: {e.strerror or e}") from None
-    finally:
-        for p in reversed(made):
-            p.rmdir()
-
-
 def run_memory_bytes(Ts, n_heads, anatomy_T, dram_copy_bytes):
-    """What a run needs at its peak, one worker at a time: every T's input and mask, the largest
-    forward's temporaries (about four (h, T, T) fp32 arrays live at once) and the anatomies'
-    (seven; the warm heap keeps both), then the DRAM copy's buffers; plus two interpreters with
-    numpy (the parent and that worker)."""
+    """A run's peak memory: inputs and masks, the largest forward's four (h, T, T) arrays and
+    the anatomy's seven (the warm heap keeps both), the DRAM copy, two interpreters."""
     arrays = 16 * n_heads * max(Ts) ** 2 + 28 * n_heads * anatomy_T**2
     return arrays + 4 * sum(t * t for t in Ts) + dram_copy_bytes + (300 << 20)
 
 
-def run(args):
-    """The lab's measurement: the machine, the threads, the plan, the memory guard, the workers,
-    then results.json's contents from their results."""
-    start, hardware = time.perf_counter(), machine_facts()
-    limit, asked, source = threads_plan(args.threads, hardware)
-    with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
-        blas = blas_info()
-    ran = blas[0]["num_threads"] if blas else None
-    threads = {"blas_threads": ran, "asked": asked, "limit": limit, "source": source,
-               "physical_cores": hardware["physical_cores"], "blas": blas,
-               "logical_cpus": hardware["logical_cpus"],
-               "includes_hyperthreads": ran and ran > hardware["physical_cores"]}
-    plan = make_plan(args, hardware, threads["blas_threads"])
+def refuse_early(args, plan):
+    """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
+    for the probe, then removed). Returns the memory estimate and Phase 1's ceilings, if given."""
     need = run_memory_bytes(args.T, args.n_heads, plan["anatomy_T"],
                             plan["ceilings"]["levels"]["DRAM"]["bytes"])
-    available = psutil.virtual_memory().available
-    if need > available:  # refused before anything is measured, not killed mid-run
+    if need > (available := psutil.virtual_memory().available):
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
                          f"{available / 2**30:.1f} GiB are available")
-    hardware["run_memory_estimate_MiB"] = need / 2**20
-    given = None  # beta and pi measured here, unless --roofline or Phase 1's manifest gives them
+    given = None
     if args.roofline or (REPO / PHASE1_MANIFEST).is_file():
         given = {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
                  "source": "cli" if args.roofline else "phase1",
                  "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
-    check_writable(args.out)
-    progress = make_progress(plan["default_work"] + plan["workers"] * plan["worker_work"])
+    made = []
+    try:
+        for p in [*reversed(args.out.parents), args.out]:
+            if not p.exists():
+                p.mkdir()
+                made.append(p)
+        with tempfile.TemporaryFile(dir=args.out):
+            pass
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: {e.strerror or e}") from None
+    finally:
+        for p in reversed(made):
+            p.rmdir()
+    return need, given
+
+
+def run_lab(args, argv):
+    """A run of the lab, step by step in the order the data flows; all files written at once."""
+    started, hardware = time.perf_counter(), machine_facts()
+    threads, blas = blas_threads(args.threads, hardware)
+    plan = make_plan(args, hardware, threads["blas_threads"])
+    need, given = refuse_early(args, plan)
+    hardware["run_memory_estimate_MiB"] = need / 2**20
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T": args.T,
-            "min_time": args.min_time, "threads_limit": limit}
-    own_cpu = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    before, own0 = cpu_times(), own_cpu()
-    dflt, warm = run_workers(plan, base, args.in_process, progress)
-    after, own = cpu_times(), own_cpu() - own0
-    if os.name == "nt" and not args.in_process:  # Windows does not count children's CPU time
-        own += sum(w["cpu_s"] for w in [dflt] + warm)
-    res = build_results(args, plan, hardware, threads, given, [dflt] + warm, (before, after, own))
-    return {**res, "run_wall_s": time.perf_counter() - start}  # the pictures not included
+            "min_time": args.min_time, "threads_limit": threads["limit"]}
+    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
+    load, own0 = [machine_load({os.getpid()})], own()
+    dflt, warm = spawn_workers(plan, base, args.in_process)
+    load.append(machine_load({os.getpid()}))
+    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
+                                if os.name == "nt" and not args.in_process else 0)
+    hardware["cpufreq_at_end"] = cpufreq_state()
+    parts = lambda T, ws: [w["samples"][str(T)] for w in ws]  # noqa: E731
+    rows = [pool_T(T, parts(T, warm), args.min_time) for T in args.T]
+    default_rows = [pool_T(T, parts(T, [dflt]), args.min_time) for T in args.T]
+    ceilings = choose_ceilings(given, combine_ceilings([w["ceilings"] for w in warm],
+                                                       plan["ceilings"]))
+    for r in rows + default_rows:
+        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
+    windows = [w for T in args.T if (w := threading_windows(T, parts(T, warm)))]
+    cfg = run_config(args, plan, threads)
+    analysis = analyse(rows, cfg, ceilings, [w["anatomy"] for w in warm], windows)
+    conditions = judge_run(load, own_cpu_s, hardware, threads, warm, windows)
+    results = {
+        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(),
+        "config": cfg, "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                                    **{m: version(m) for m in ("matplotlib", "threadpoolctl",
+                                                               "psutil")}, "blas": blas},
+        "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
+        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
+                                                                     "OPENBLAS_L2_SIZE")},
+        "workers": [{"label": f"warm {i}" if i else "default heap", **{k: w[k] for k in (
+            "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
+            for i, w in enumerate([dflt] + warm)],
+        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
+            (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
+        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
+        "analysis": analysis, "conditions": conditions,
+        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
+    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
+             "manifest.json": to_json(make_manifest(results, argv)),
+             "roofline.png": png_bytes(plot_roofline(results))}
+    write_atomically(args.out, files)
+    return results
 
 
-def run_warnings(results):
-    """What a learner should know before trusting the run, grouped: one line per kind."""
-    out = [f"threads: {t}"] if (t := threads_warning(results["threads"])) else []
+def report(results, out):
+    """A run's end: its files, what to know before trusting it, its numbers, its --compare
+    command."""
+    print(f"\nwrote results.json, manifest.json, perf.png, roofline.png to {out}")
+    warn = [f"threads: {t}"] if (t := threads_warning(results["threads"])) else []
     if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
-        out.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
-                   "frequency-set -g performance")
+        warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
+                    "frequency-set -g performance")
     if results["analysis"]["unstable"]:
-        out.append(f"unstable (worker medians more than {SPREAD_LIMIT}x apart): "
-                   + ", ".join(results["analysis"]["unstable"]))
-    cold = [r for r in results["sweep"] if (r["page_faults_per_forward"] or 0) >= 1]
-    if results["heap"]["mode"] == "warm" and cold:
-        out.append(f"warm heap: from T={cold[0]['T']} on it could not be kept warm "
-                   f"({cold[0]['page_faults_per_forward']:.0f} page faults per forward): those "
-                   "times include the kernel's page faults")
-    if results["conditions"]["verdict"] == "disturbed":
-        out.append("disturbed run: " + "; ".join(results["conditions"]["reasons"]))
-    return out
-
-
-def print_summary(results):
-    print(f"\n{'T':>5} " + " ".join(f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s)"
-          f" {'overhead':>9} {'faults/fw':>9} {'default heap':>13}")
+        warn.append(f"unstable (worker times more than {SPREAD_LIMIT}x apart): "
+                    + ", ".join(results["analysis"]["unstable"]))
+    if results["heap"]["mode"] == "warm" and (cold := [r for r in results["sweep"] if (
+            r["page_faults_per_forward"] or 0) >= 1]):
+        warn.append(f"warm heap: from T={cold[0]['T']} on it could not be kept warm "
+                    f"({cold[0]['page_faults_per_forward']:.0f} page faults per forward)")
+    warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
+             for f in results["conditions"]["failed"]]
+    print("".join(f"warning: {w}\n" for w in warn) + f"\n{'T':>5} " + " ".join(
+        f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'overhead':>9} "
+        f"{'faults/fw':>9} {'default heap':>13}")
     for r, d in zip(results["sweep"], results["sweep_default_heap"]):
         faults = r["page_faults_per_forward"]
         print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in OPS)
@@ -1847,35 +1797,30 @@ def print_summary(results):
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['ridge']:.2f} FLOP/byte; "
           f"run conditions: {results['conditions']['verdict']}")
-
-
-def dispatch(args, argv):
-    """--compare, --replot or a run; the files are written only when all of them are ready."""
-    if args.compare:
-        result, files, out = compare(*args.compare)
-        write_atomically(args.out or out, files)
-        print_compare(result)
-        print(f"\nwrote {', '.join(files)} to {args.out or out}")
-        return
-    results = load_results(args.out)[1] if args.replot else run(args)
-    files = {} if args.replot else {"results.json": to_json(results),
-                                    "manifest.json": to_json(make_manifest(results, argv))}
-    files |= {"perf.png": png_bytes(plot_perf(results)),
-              "roofline.png": png_bytes(plot_roofline(results))}
-    write_atomically(args.out, files)
-    print(f"\nwrote {', '.join(files)} to {args.out}")
-    if not args.replot:
-        for line in run_warnings(results):
-            print(f"warning: {line}")
-        print_summary(results)
+    if out.resolve() != HERE and (HERE / "results.json").is_file():  # the reference run's folder
+        here = Path.cwd().resolve()
+        shown = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
+            Path(__file__).resolve(), HERE / "results.json", out.resolve())]
+        print("\nto set this run beside the committed one:\n  python {} --compare {} {}".format(
+            *shown))
 
 
 def main(argv=None):
+    """A worker's task, --compare, --replot or a run; every error one line and an exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv == ["--worker"]:  # a worker process of a run: task on stdin, result on stdout
-        return worker_main()
+        return worker_entry()
     try:
-        dispatch(parse_args(argv), argv)
+        args = parse_args(argv)
+        if args.compare:
+            compare(*args.compare, args.out)
+        elif args.replot:
+            res = load_results(args.out)[1]
+            write_atomically(args.out, {"perf.png": png_bytes(plot_perf(res)),
+                                        "roofline.png": png_bytes(plot_roofline(res))})
+            print(f"wrote perf.png, roofline.png to {args.out}")
+        else:
+            report(run_lab(args, argv), args.out)
         return 0
     except UsageError as e:
         message, code = f"error: {e}", 2
