@@ -56,10 +56,11 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                                      for k, s in secs.items()}})
     for r in rows + default_rows:
         perf.place_on_roofline(r, 64, 4, ceilings)
-    windows = [{"T": T, "windows": 10, "threads_over_one": cooperation,
-                "scores_av_one_thread_s": one_thread_ms / 1e3,
-                "scores_av_all_threads_s": cooperation * one_thread_ms / 1e3,
-                "one_thread_ops": {k: one_thread_ms / 2e3 for k in perf.KEYS}} for T in times_ms]
+    windows = [{"T": T, "windows": 10,
+                "threads_over_one": {k: cooperation for k in perf.KEYS},
+                "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.KEYS},
+                "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.KEYS}}
+               for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
            "blas_threads": 2}

@@ -131,19 +131,19 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 
 
 def tiny_task(**kw):
-    return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T": [64], "min_time": 0.002,
+    return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
             "threads_limit": None, "heap": "default", "rounds": 1, "interleave": True,
-            "overhead": False, "one_thread_rounds": [], "anatomy_T": None, "ceilings": None, **kw}
+            "overhead": False, "one_thread_rounds": [], "anatomy_T": None, "ceiling_spec": None, **kw}
 
 
 def test_the_thread_limit_reaches_the_worker():
-    assert perf.spawn_worker(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
+    assert perf.spawn_one(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
 
 
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
     start = time.perf_counter()
     with pytest.raises(perf.RunError, match="gave no result within 1 s"):
-        perf.spawn_worker(tiny_task(rounds=10**6), False, timeout=1)
+        perf.spawn_one(tiny_task(rounds=10**6), False, timeout=1)
     assert time.perf_counter() - start < 10
 
 
@@ -152,7 +152,7 @@ def test_a_worker_that_exits_0_without_a_result(tmp_path, monkeypatch):
     script.write_text("import sys; sys.stdin.read()\n")
     monkeypatch.setattr(perf, "__file__", str(script))
     with pytest.raises(perf.RunError, match="wrote no result"):
-        perf.spawn_worker(tiny_task(), False, 30)
+        perf.spawn_one(tiny_task(), False, 30)
 
 
 def test_a_bad_task_on_a_worker_s_stdin():

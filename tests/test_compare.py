@@ -63,10 +63,10 @@ def signals(a, b):
 
 
 def test_a_disturbed_run_against_a_quiet_one_names_the_signal():
-    reason = "2 BLAS threads took 1.32x one thread's time on scores + av at T = 512"
+    reason = "2 BLAS threads took 1.32x one thread's time on av at T = 512"
     quiet = synthetic.run(cooperation=0.75)
     bad = synthetic.run(cooperation=1.32, verdict="disturbed", reasons=[reason])
-    assert signals(quiet, bad) == ["threads over one thread (scores + av): 0.75 in A, 1.32 in B",
+    assert signals(quiet, bad) == ["threads over one thread (av): 0.75 in A, 1.32 in B",
                                    f"B was disturbed: {reason}"]
     # The DRAM copy 1.3x faster in B: another state of the machine, not the code.
     assert signals(quiet, synthetic.run(beta=26.0)) == [
@@ -92,7 +92,7 @@ def test_through_the_command_line(tmp_path, capsys):
     assert c["same_state"] is False and c["T"] == [64, 512] and len(c["rows"]) == 10
     story = {s["fact"]: s for s in c["story"]}
     assert story["run conditions"]["differs"] and story["run conditions"]["b"] == "disturbed"
-    assert story["threads over one thread (scores + av)"]["differs"]
+    assert story["threads over one thread (av)"]["differs"]
 
 
 def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, quick_run):

@@ -92,7 +92,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
     root = tmp_path / "root"
     i5_8250u(root, governor="performance")
     monkeypatch.setattr(perf, "SYSROOT", root)
-    real = perf.spawn_worker
+    real = perf.spawn_one
 
     def then_throttle(task, in_process, timeout):  # after the first warm worker: -25 %
         out = real(task, in_process, timeout)
@@ -100,7 +100,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
             for f in root.glob("sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq"):
                 f.write_text(str(int(int(f.read_text()) * 0.75)) + "\n")
         return out
-    monkeypatch.setattr(perf, "spawn_worker", then_throttle)
+    monkeypatch.setattr(perf, "spawn_one", then_throttle)
     res, _, out = run(tmp_path, capsys)
     assert res["conditions"]["verdict"] == "disturbed"
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.25)

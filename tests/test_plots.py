@@ -31,7 +31,7 @@ def awkward():
                         verdict="disturbed", reasons=[
                             "other processes used 1.02 CPUs on average while the sweep ran, and "
                             "the run left 0 free (limit 0.25)",
-                            "2 BLAS threads took 1.32x one thread's time on scores + av at T = 512"
+                            "2 BLAS threads took 1.32x one thread's time on av at T = 512"
                             " (limit 0.9): the cores are not cooperating now"])
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True

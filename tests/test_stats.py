@@ -93,16 +93,16 @@ def test_pool_T_by_hand():
 
 
 def test_threading_windows_by_hand():
-    # All threads: scores + av 2, 2, 4 ms; one thread (3 ms) right after samples 0 and 2.
-    p = {"samples": [sample(1), sample(1), sample(1, scores=0.003)], "one_thread": [
-        {**sample(1, scores=0.002, softmax=0.005), "after": 0},
-        {**sample(1, scores=0.002, softmax=0.005), "after": 2}]}
+    # All threads: av 1, 1, 3 ms; one thread (2 ms) right after samples 0 and 2.
+    p = {"samples": [sample(1), sample(1), sample(1, av=0.003)], "one_thread": [
+        {**sample(1, av=0.002, softmax=0.005), "after": 0},
+        {**sample(1, av=0.002, softmax=0.005), "after": 2}]}
     w = perf.threading_windows(256, [p])
-    # Windows: (2 ms with threads, 3 ms on one) and (4, 3): ratios 0.667 and 1.333, median 1.
-    assert w["windows"] == 2 and w["threads_over_one"] == pytest.approx(1.0)
-    assert w["scores_av_all_threads_s"] == pytest.approx(0.003)
-    assert w["scores_av_one_thread_s"] == pytest.approx(0.003)
-    assert w["one_thread_ops"]["softmax"] == 0.005 and w["one_thread_ops"]["av"] == 0.001
+    # Windows: (1 ms with threads, 2 ms on one) and (3, 2): ratios 0.5 and 1.5, median 1.
+    assert w["windows"] == 2 and w["threads_over_one"]["av"] == pytest.approx(1.0)
+    assert w["threads_over_one"]["scores"] == pytest.approx(1.0)
+    assert w["all_threads_s"]["av"] == pytest.approx(0.002)
+    assert w["one_thread_s"]["av"] == 0.002 and w["one_thread_s"]["softmax"] == 0.005
     assert perf.threading_windows(256, [{**p, "one_thread": []}]) is None
 
 
@@ -115,7 +115,7 @@ def copy_workers(levels, check, matmul=100.0):
             for i in range(len(check))]
 
 
-SPEC = {"threads": 2, "matmul_n": 600, "levels": {
+SPEC = {"copy_threads": 2, "matmul_n": 600, "levels": {
     "L2": {"capacity_bytes": 128 << 10, "bytes": 64 << 10, "shared": False},
     "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True},
     "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,

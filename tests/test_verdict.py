@@ -9,7 +9,7 @@ QUIET_FREQ = {"governor": "performance", "turbo": "on"}
 
 
 def cpu(wall, busy, total, steal=0.0, procs=None, at=1000.0):
-    return {"wall": wall, "time": at + wall, "busy": busy, "total": total, "steal": steal,
+    return {"clock": wall, "time": at + wall, "busy": busy, "total": total, "steal": steal,
             "procs": procs or {}}
 
 
@@ -46,7 +46,7 @@ def test_the_same_busy_process_on_a_machine_without_spare_cores_disturbs_and_is_
     assert v["verdict"] == "disturbed"
     assert v["failed"] == [{
         "check": "other_processes_cpus", "reason": "other processes used 1.00 CPUs on average "
-        "while the sweep ran, and the run left 0 free (limit 0.25)",
+        "while the workers ran, and the run left 0 free (limit 0.25)",
         "remedy": "close cpu-hog (0.95 CPUs) and rerun", "do": "close cpu-hog"}]
     # Nobody stood out (many small processes): the remedy names none.
     v = verdict(a=perf.interference_checks(before, after, 15.0, 0, [worker(0)],
@@ -85,21 +85,21 @@ def test_steal_over_two_percent_disturbs():
 
 
 def window(T, ratio, one_ms=1.0):
-    return {"T": T, "threads_over_one": ratio, "scores_av_one_thread_s": one_ms / 1e3,
-            "scores_av_all_threads_s": ratio * one_ms / 1e3,
-            "one_thread_ops": {"scores": 0.6e-3, "av": 0.4e-3, "softmax": 2.5e-3}}
+    one = {"av": one_ms / 1e3, "scores": 0.6e-3, "softmax": 2.5e-3, "total": 4.5e-3}
+    return {"T": T, "threads_over_one": {"av": ratio}, "one_thread_s": one,
+            "all_threads_s": {"av": ratio * one_ms / 1e3}}
 
 
 def test_two_threads_slower_than_one_advise_one_thread_with_its_figures_and_its_price():
     v = verdict(a=perf.cooperation_check([window(256, 1.40), window(512, 1.32)], threads_ran=2))
     assert v["verdict"] == "disturbed"
-    assert reasons(v)[0].startswith("2 BLAS threads took 1.32x one thread's time on scores + "
-                                    "av at T = 512 (limit 0.9): the cores are not cooperating")
+    assert reasons(v)[0].startswith("2 BLAS threads took 1.32x one thread's time on av at "
+                                    "T = 512 (limit 0.9): the cores are not cooperating")
     assert v["failed"][0]["remedy"] == (
-        "in the same windows one thread ran scores + av at T = 512 in 1.00 ms, 2 threads in "
-        "1.32 ms (one thread: scores 0.60 ms, av 0.40 ms, softmax 2.50 ms): rerun with "
-        "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of scores "
-        "and av move with it, so compare such a run only with other one-thread runs")
+        "in the same windows one thread ran av at T = 512 in 1.00 ms, 2 threads in 1.32 ms (one "
+        "thread: scores 0.60 ms, softmax 2.50 ms, forward 4.50 ms): rerun with OMP_NUM_THREADS=1 "
+        "and say so in your README; pi, the ridge and the classes of scores and av move with it, "
+        "so compare such a run only with other one-thread runs")
     assert v["failed"][0]["do"] == "rerun with OMP_NUM_THREADS=1"
     good = verdict(a=perf.cooperation_check([window(512, 0.75)], 2))
     assert good["verdict"] == "quiet" and good["unknown"] == []

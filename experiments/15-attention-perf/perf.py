@@ -66,16 +66,17 @@ PROFILES = {
     "quick": {"min_time": 0.005, "samples": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-ONE_THREAD_EVERY = 10     # every 10th round of a worker, its samples are repeated on one thread
+ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
 OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates, as time_s of the times
 CONFIDENCE = 0.95         # every interval: distribution-free, from two order statistics
 
-# Thresholds, each named once.
+# Thresholds of the analysis, the verdict and --compare.
 SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-COOPERATION_LIMIT = 0.90  # at the largest T, scores + av on all BLAS threads under 90 % of one's
+CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call overhead
+COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
@@ -222,9 +223,9 @@ def working_set(T, d_model, n_heads):
 
 
 # ----------------------------------------------------------------------------------------------
-# The machine, read through this one seam and nowhere else: on Linux from /proc and /sys under
-# SYSROOT (the tests point it at simulated machines), elsewhere through psutil and numpy. What a
-# platform cannot tell is recorded as None or "unavailable", with the reason, never guessed.
+# The machine: its facts, threads and load, on Linux from /proc and /sys under SYSROOT (the tests
+# point it at simulated machines), elsewhere through psutil and numpy (the workers count their
+# own page faults, preemptions and clock). What a platform cannot tell is None, never guessed.
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -293,6 +294,15 @@ def cpufreq_state():
             or None, "cur_MHz": mhz("scaling_cur_freq") or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
+
+
+def preemptions():
+    """Involuntary context switches of all this process's threads so far, BLAS threads included
+    (psutil counts the main thread's only), or None off Linux, which does not count them."""
+    if platform.system() != "Linux":
+        return None
+    return sum(int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
+               for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
 
 
 def page_faults():
@@ -387,17 +397,18 @@ def blas_threads(flag, hardware):
 
 
 def threads_warning(threads):
-    """One line when the BLAS threads that ran are not those asked for or not one per core; else
-    None."""
+    """One line when the BLAS threads that ran are not those asked for or not one per core."""
     ran, asked, cores = threads["blas_threads"], threads["asked"], threads["physical_cores"]
     if ran is None:
         return "threadpoolctl sees no BLAS library: the thread count is not controlled"
-    parts = [f"{asked} BLAS threads were asked for ({threads['source']}) and {ran} ran"
-             + " (BLAS caps them at the CPUs)" * (ran == threads["logical_cpus"] < asked)
-             ] * (asked not in (None, ran)) + [
-        f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings share a "
-        "core; " * (ran > cores) + "the lab asks for one thread per core (--threads or "
-        "OMP_NUM_THREADS)"] * (ran != cores)
+    parts = []
+    if asked not in (None, ran):
+        parts.append(f"{asked} BLAS threads were asked for ({threads['source']}) and {ran} ran"
+                     + " (BLAS caps them at the CPUs)" * (ran == threads["logical_cpus"] < asked))
+    if ran != cores:
+        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
+                     "share a core; " * (ran > cores) + "the lab asks for one thread per core "
+                     "(--threads or OMP_NUM_THREADS)")
     return "; ".join(parts) or None
 
 
@@ -411,7 +422,7 @@ def machine_load(own_pids):
     procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
              for p in psutil.process_iter(["name", "cpu_times", "create_time"])
              if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
-    return {"wall": time.perf_counter(), "time": time.time(), "busy": busy,
+    return {"clock": time.perf_counter(), "time": time.time(), "busy": busy,
             "total": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
@@ -421,9 +432,8 @@ def machine_load(own_pids):
 # measures; the parent only spawns.
 
 def keep_heap():
-    """Keep the forward's large temporaries mapped (glibc unmaps a block past its mmap threshold
-    on free, and every forward faults it back in): the lab's warm run, by the allocator, not the
-    code."""
+    """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
+    faults them back in): the lab's warm run, by the allocator, not the code."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -450,9 +460,6 @@ def run_for(fn, min_time, clock=time.perf_counter_ns):
             return n, elapsed * 1e-9
 
 
-
-
-
 def sample_forwards(x, mha, mask, min_time):
     """One sample: n timed forwards back to back until min_time has passed; per op its summed
     time / n, beside the batch's wall time / n (which sees what the timers miss)."""
@@ -475,18 +482,18 @@ def overhead_ratio(x, mha, mask, n, r):
 
 
 def take_samples(task, mha):
-    """This worker's share of the sweep: `rounds` rounds of one sample of every T, in a rotating
-    order (a slow episode lands on every T alike; the default-heap worker takes each T in turn).
-    A warm-up forward first; after each sample its overhead pair and, in the one-thread rounds,
-    the same sample on one BLAS thread. gc off: it would be timed as an op."""
-    Ts, min_time = task["T"], task["min_time"]
+    """A worker's share of the sweep: `rounds` rounds (by default 20: 100 samples per T over
+    five warm workers), each one sample of every T in an order that rotates, so a slow episode
+    lands on every T alike (the default-heap worker takes each T in turn). A warm-up forward
+    first; after each sample its overhead pair and, in the one-thread rounds, the same sample on
+    one BLAS thread. gc off: it would be timed as an op."""
+    Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "overhead": [], "one_thread": [], "faults": 0} for T in Ts}
     rounds = range(task["rounds"])
     schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
         if task["interleave"] else [(r, T) for T in Ts for r in rounds]
-    proc, linux, MHz = psutil.Process(), platform.system() == "Linux", []
-    switches, t0, started = proc.num_ctx_switches().involuntary, time.perf_counter(), time.time()
+    switches, t0, started, MHz = preemptions(), time.perf_counter(), time.time(), []
     gc.disable()
     try:
         for r, T in schedule:
@@ -508,7 +515,7 @@ def take_samples(task, mha):
         gc.enable()
     return {"samples": {str(T): rec for T, rec in out.items()}, "started": started,
             "sampling_s": time.perf_counter() - t0, "MHz": MHz,
-            "preempted": proc.num_ctx_switches().involuntary - switches if linux else None}
+            "preempted": None if switches is None else preemptions() - switches}
 
 
 def anatomy_steps(x, mha, mask):
@@ -595,7 +602,7 @@ def copy_levels(hardware, dram_bytes=None):
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples (a 256 MiB copy evicts their
     caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul."""
-    every = spec["threads"]
+    cpus = spec["copy_threads"]
 
     def copies(nbytes, thread_counts, reps):
         # Two buffers of half the working set in one block, the destination half a page from the
@@ -609,18 +616,18 @@ def time_ceilings(spec, min_time):
 
     out = {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        both = every > 1 and lv["shared"]
+        both = cpus > 1 and lv["shared"]
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        one, *alls = copies(lv["bytes"], [1, every] if both else [1], reps)
+        one, *alls = copies(lv["bytes"], [1, cpus] if both else [1], reps)
         out["copy"][name] = {"1": one, "all": alls[0] if alls else None}
         if lv.get("check_bytes"):
-            out["copy_check"][name] = copies(lv["check_bytes"], [every], spec["cache_reps"])[0]
+            out["copy_check"][name] = copies(lv["check_bytes"], [cpus], spec["cache_reps"])[0]
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
 
-TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T", "min_time", "threads_limit", "heap",
-             "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceilings")
+TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit", "heap",
+             "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceiling_spec")
 
 
 def worker_job(task):
@@ -631,11 +638,11 @@ def worker_job(task):
     with threadpool_limits(task["threads_limit"], user_api="blas"):
         sampled = take_samples(task, mha)
         anatomy = time_anatomy(task, mha) if task["anatomy_T"] else None
-        ceilings = time_ceilings(task["ceilings"], task["min_time"]) if task["ceilings"] else None
+        repeats = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "anatomy": anatomy, "ceilings": ceilings, "heap": heap, "blas_threads": ran,
-            "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
-            "peak_rss_MiB": peak_rss_MiB()}
+    return {**sampled, "anatomy": anatomy, "ceiling_repeats": repeats, "heap": heap,
+            "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
+            "cpu_s": time.process_time(), "peak_rss_MiB": peak_rss_MiB()}
 
 
 def worker_entry():
@@ -655,7 +662,8 @@ def worker_entry():
 
 
 # ----------------------------------------------------------------------------------------------
-# The parent (Block B): it plans, and spawns the workers one after another; it never measures.
+# The parent (Block B): it plans, and spawns the workers one after another (with --in-process it
+# runs each worker's job itself, for tests); it never measures.
 
 class RunError(Exception):
     """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
@@ -668,7 +676,7 @@ def make_plan(args, hardware, threads_ran):
     one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
         if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
-            "threads": hardware["logical_cpus"],
+            "copy_threads": hardware["logical_cpus"],
             "reps": math.ceil(prof["ceiling_repeats"] / args.workers),
             "cache_reps": math.ceil(prof["cache_repeats"] / args.workers),
             "matmul_n": prof["matmul_n"]}
@@ -676,11 +684,11 @@ def make_plan(args, hardware, threads_ran):
         spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
     return {"workers": args.workers, "rounds": rounds, "one_thread_rounds": one_thread,
             "default_heap_samples": min(prof["default_heap_samples"], args.samples),
-            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceilings": spec,
+            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceiling_spec": spec,
             "worker_s": args.min_time * batches + 0.5}
 
 
-def spawn_worker(task, in_process, timeout):
+def spawn_one(task, in_process, timeout):
     """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception,
     Ctrl-C too, the worker is killed and reaped first."""
     if in_process:
@@ -708,23 +716,23 @@ def spawn_worker(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
-def spawn_workers(plan, base, in_process):
+def spawn_all(plan, base, in_process):
     """The default-heap worker first (a process that has freed nothing large: glibc raises its
     mmap threshold after a large free, then stops faulting), then the warm workers."""
     start, timeout, k = time.perf_counter(), 60 + 20 * plan["worker_s"], plan["workers"]
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
-    dflt = spawn_worker({**base, "label": "default-heap", "heap": "default", "interleave": False,
+    dflt = spawn_one({**base, "label": "default-heap", "heap": "default", "interleave": False,
                          "rounds": plan["default_heap_samples"], "overhead": False,
-                         "one_thread_rounds": [], "anatomy_T": None, "ceilings": None},
+                         "one_thread_rounds": [], "anatomy_T": None, "ceiling_spec": None},
                         in_process, timeout)
     say(f"default heap: done, {plan['default_heap_samples']} samples per T")
     warm, t0 = [], time.perf_counter()
     for i in range(k):
-        say(f"worker {i + 1}/{k} started: {plan['rounds']} rounds over T={base['T']}")
-        warm.append(spawn_worker({**base, "label": f"{i + 1}/{k}", "heap": "warm",
+        say(f"worker {i + 1}/{k} started: {plan['rounds']} rounds over T={base['T_sweep']}")
+        warm.append(spawn_one({**base, "label": f"{i + 1}/{k}", "heap": "warm",
                                   "interleave": True, "rounds": plan["rounds"], "overhead": True,
-                                  "one_thread_rounds": plan["one_thread_rounds"],
-                                  "anatomy_T": plan["anatomy_T"], "ceilings": plan["ceilings"]},
+                                  "one_thread_rounds": plan["one_thread_rounds"], "anatomy_T":
+                                  plan["anatomy_T"], "ceiling_spec": plan["ceiling_spec"]},
                                  in_process, timeout))
         left = (time.perf_counter() - t0) / (i + 1) * (k - i - 1)
         say(f"worker {i + 1}/{k} done" + f"  (~{left:.0f} s left)" * (i + 1 < k))
@@ -762,18 +770,19 @@ def summarize(samples, workers):
 
 
 def pool_T(T, parts, min_time):
-    """One row of the sweep: one T's samples from every worker in `parts`, pooled. Per op
-    summarize's statistics; per T the proof that every sample lasted min_time, what the timers
-    cost (median timed/untimed - 1, with its interval), what they miss, and the page faults."""
+    """One row of the sweep from `parts`, the warm workers' records of one T (run_lab gives the
+    default-heap worker's its own row): per op summarize's statistics of all their samples; per
+    T the proof that each sample lasted min_time, what the timers cost and miss, and the page
+    faults."""
     samples = [s for p in parts for s in p["samples"]]
-    every = samples + [s for p in parts for s in p["one_thread"]]
+    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     row = {"T": T, "samples": len(samples), "workers": len(parts),
            "ops": {k: summarize([s[k] for s in samples], [[s[k] for s in p["samples"]]
                                                           for p in parts]) for k in KEYS},
            "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
-           "samples_below_min_time": sum(s["batch_s"] < min_time for s in every),
-           "shortest_sample_s": min(s["batch_s"] for s in every),
+           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
+           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) / s["wall"]
                                               for s in samples])),
            "page_faults_per_forward": None if None in faults else
@@ -787,18 +796,13 @@ def pool_T(T, parts, min_time):
 
 def threading_windows(T, parts):
     """One T's one-thread samples against the all-thread sample just before each (the same time
-    window): scores + av on all threads over one, both medians, and every op on one thread."""
-    quad = ("scores", "av")
-    pairs = [(sum(p["samples"][o["after"]][op] for op in quad), sum(o[op] for op in quad))
-             for p in parts for o in p["one_thread"]]
+    window): per op, the median of all threads' time over one's, and each side's median."""
+    pairs = [(p["samples"][o["after"]], o) for p in parts for o in p["one_thread"]]
     if not pairs:
         return None
-    return {"T": T, "windows": len(pairs),
-            "threads_over_one": float(np.median([a / b for a, b in pairs])),
-            "scores_av_all_threads_s": float(np.median([a for a, _ in pairs])),
-            "scores_av_one_thread_s": float(np.median([b for _, b in pairs])),
-            "one_thread_ops": {k: float(np.median([o[k] for p in parts for o in p["one_thread"]]))
-                               for k in KEYS}}
+    med = lambda f: {k: float(np.median([f(a, o, k) for a, o in pairs])) for k in KEYS}  # noqa
+    return {"T": T, "windows": len(pairs), "threads_over_one": med(lambda a, o, k: a[k] / o[k]),
+            "all_threads_s": med(lambda a, o, k: a[k]), "one_thread_s": med(lambda a, o, k: o[k])}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -815,32 +819,31 @@ def rate_estimate(rates):
             "repeats_range": [float(min(rates)), float(max(rates))]}
 
 
-def level_ceiling(runs):
+def copy_estimate(runs):
     """One level's copy, on one thread and, where measured, on all: each estimated over all its
     repeats, the faster estimate the level's (not the better of each pair: that favours noise)."""
     one = rate_estimate(sum((r["1"] for r in runs), []))
-    every = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
-    best = every if every and every["value"] > one["value"] else one
+    alls = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
+    best = alls if alls and alls["value"] > one["value"] else one
     return {"GBps": best["value"], "GBps_interval": best["interval"],
             "interval_coverage": best["coverage"], "repeats": best["repeats"],
-            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is every else 1,
-            "GBps_1thread": one["value"], "GBps_all_threads": every and every["value"]}
+            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is alls else 1,
+            "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
 
 
 def combine_ceilings(per_worker, spec):
-    """The measured ceilings and what the levels say of themselves: a plateau (DRAM's two sizes
-    within PLATEAU), a copy bounded by numpy's call overhead, a level no faster than DRAM. Beta
-    is the larger DRAM copy's, plateau or not."""
-    levels = {name: {**lv, **level_ceiling([w["copy"][name] for w in per_worker])}
+    """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
+    within PLATEAU), numpy's call overhead, no roof of their own. Beta: the larger DRAM copy's."""
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in per_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    check = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))
-    like = dram["GBps_all_threads"] or dram["GBps_1thread"]
-    dram.update(GBps_check=check["value"], plateau=abs(check["value"] - like) <= PLATEAU * like)
+    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))["value"]
+    same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
         if name != "DRAM":
-            faster = [v["GBps"] for n, v in levels.items() if n != name]
-            lv["call_overhead_bound"] = lv["bytes"] < 256 << 10 and lv["GBps"] < max(faster)
+            others = [v["GBps"] for n, v in levels.items() if n != name]
+            lv["call_overhead_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
             lv["same_roof_as_DRAM"] = not lv["call_overhead_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
@@ -849,7 +852,7 @@ def combine_ceilings(per_worker, spec):
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
             "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
             "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
-            "copy_threads": spec["threads"], "levels": levels,
+            "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
 
@@ -991,9 +994,8 @@ def softmax_against_roofs(row, ceilings):
 
 
 def anatomy_summary(per_worker, row, n_heads):
-    """The anatomy, one sample per worker: each step's median time, GB/s, and share of the steps
-    (`share`) and of the op's time_s in the forward (`share_of_forward`); between the two, the
-    op whole, alone."""
+    """The anatomy, a sample per worker: each step's median time, GB/s, share of the steps and
+    of the op's time_s in the forward (`share_of_forward`), and the op whole, alone."""
     T, out = row["T"], {"T": row["T"], "scores": {}, "softmax": {}, "shortest_batch_s": min(
         s["batch_s"] for w in per_worker for s in w.values())}
     for name in per_worker[0]:
@@ -1052,7 +1054,7 @@ def check(value, limit, reason, remedy, do, applies=True):
 def others_by_name(before, after):
     """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
     between the two snapshots, or all it used if it started in between."""
-    wall, used = after["wall"] - before["wall"], {}
+    wall, used = after["clock"] - before["clock"], {}
     for pid, (name, secs, created) in after["procs"].items():
         was = before["procs"].get(pid)
         if was and was[0] == name and was[2] == created:
@@ -1064,10 +1066,9 @@ def others_by_name(before, after):
 
 
 def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
-    """What others did: CPU use beyond the cores the run left free (a browser on a spare core
-    harms nothing), the hypervisor's steal, and the workers' preemptions over all their
-    sampling."""
-    wall = after["wall"] - before["wall"]
+    """What others did: CPU use past the cores the run left free (a browser on a spare core
+    harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
+    wall = after["clock"] - before["clock"]
     used = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
@@ -1079,7 +1080,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
     return {"other_processes_cpus": check(
-                used, limit, f"other processes used {used:.2f} CPUs on average while the sweep "
+                used, limit, f"other processes used {used:.2f} CPUs on average while the workers "
                 f"ran, and the run left {spare_cpus} free (limit {limit:.2f})", *close),
             "steal_fraction": check(
                 steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
@@ -1095,14 +1096,15 @@ def clock_checks(freq_start, freq_end, workers):
     """Governor and turbo unchanged, and the clock, sampled in every worker, not fallen from the
     first to the last (a 15 W laptop leaves turbo when its power budget runs out)."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
-    changed = state(freq_start) != state(freq_end)
+    seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
+    changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
     mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
     first, last = (mhz[0], mhz[-1]) if len(mhz) > 1 else (None, None)
     drop = None if first is None else 1 - last / first
     remedy = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
               "-g performance), then rerun", "AC power, performance governor")
     return {"governor_or_turbo_changed": check(
-                int(changed), 0, "the CPU governor/turbo changed during the run: "
+                changed, 0, "the CPU governor/turbo changed during the run: "
                 f"{state(freq_start)} -> {state(freq_end)}", *remedy),
             "clock_drop": check(
                 drop, CLOCK_DROP_LIMIT, f"the cores ran at {first or 0:.0f} MHz in the first "
@@ -1112,28 +1114,27 @@ def clock_checks(freq_start, freq_end, workers):
 
 
 def cooperation_check(windows, threads_ran):
-    """Do the BLAS threads help scores + av at the largest T, in the same windows? If not, the
-    cores do not cooperate now (a VM's may sit apart on the host). One thread is advised only
-    where this run backs it: one thread was faster."""
-    w = windows[-1] if windows else {"T": None, "threads_over_one": None}
-    ratio, ms = w["threads_over_one"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
+    """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
+    (scores' only d_k: threads may not help it on a quiet machine); if not, the cores do not
+    cooperate now. One thread is advised only if this run backs it: one thread was faster."""
+    w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
+    ratio, ms = w["threads_over_one"]["av"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
     if ratio is not None and ratio > 1:
-        one = w["one_thread_ops"]
-        remedy = (f"in the same windows one thread ran scores + av at T = {w['T']} in "
-                  f"{ms(w['scores_av_one_thread_s'])}, {threads_ran} threads in "
-                  f"{ms(w['scores_av_all_threads_s'])} (one thread: scores {ms(one['scores'])}, av "
-                  f"{ms(one['av'])}, softmax {ms(one['softmax'])}): rerun with OMP_NUM_THREADS=1 "
-                  "and say so in your README; pi, the ridge and the classes of scores and av move "
-                  "with it, so compare such a run only with other one-thread runs",
-                  "rerun with OMP_NUM_THREADS=1")
+        one = w["one_thread_s"]
+        remedy = (f"in the same windows one thread ran av at T = {w['T']} in {ms(one['av'])}, "
+                  f"{threads_ran} threads in {ms(w['all_threads_s']['av'])} (one thread: scores "
+                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, forward {ms(one['total'])}):"
+                  " rerun with OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the "
+                  "classes of scores and av move with it, so compare such a run only with other "
+                  "one-thread runs", "rerun with OMP_NUM_THREADS=1")
     else:
-        remedy = (f"one thread was not faster in the same windows, so this run does not back "
+        remedy = ("one thread was not faster in the same windows, so this run does not back "
                   "OMP_NUM_THREADS=1: rerun later, and set the runs side by side with --compare",
                   "rerun later")
     return {"threads_cooperate": check(
         ratio, COOPERATION_LIMIT, f"{threads_ran} BLAS threads took {ratio or 0:.2f}x one "
-        f"thread's time on scores + av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores "
-        "are not cooperating now (they may sit apart on the host, or be shared)", *remedy,
+        f"thread's time on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores are not "
+        "cooperating now (they may sit apart on the host, or be shared)", *remedy,
         applies=bool(threads_ran and threads_ran > 1))}
 
 
@@ -1338,7 +1339,7 @@ def draw_roofs(ax, res, xs):
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
-        f"beta's 95 % interval, {lo:.1f}-{hi:.1f} GB/s" + (
+        f"beta's {CONFIDENCE:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
             f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
             f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
             else ""))))
@@ -1350,7 +1351,7 @@ def draw_roofs(ax, res, xs):
                 styles), label=f"{name} roof: {lv['GBps']:.0f} GB/s ({size} copied)")
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's 95 % intervals,\n  "
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {CONFIDENCE:.0%} intervals,\n  "
         f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
@@ -1428,8 +1429,8 @@ def run_config(args, plan, threads):
             "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
             "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
             "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
-            "ceiling_repeats": plan["ceilings"]["reps"] * plan["workers"],
-            "cache_repeats": plan["ceilings"]["cache_reps"] * plan["workers"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["workers"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["workers"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
 
 
@@ -1455,7 +1456,8 @@ def make_manifest(results, argv):
             "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the five ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
-        "ridge_intensity": c["ridge"], "ceilings_source": c["source"],
+        "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
+        "ceilings_source": c["source"],
         "conditions_verdict": results["conditions"]["verdict"],
         "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
         "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
@@ -1468,9 +1470,9 @@ def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any
 
 
 def write_atomically(out_dir, files):
-    """Write {name: bytes} into out_dir as one set: all into a temporary folder first, then each
-    renamed into place. If any step fails (or Ctrl-C), every earlier file is put back as it was:
-    never a new results.json beside an old manifest.json."""
+    """Write {name: bytes} into out_dir as one set, through a temporary folder; if any step
+    fails (or Ctrl-C), every earlier file is put back: never a new results.json beside an old
+    manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
@@ -1499,7 +1501,8 @@ def load_results(arg):
     try:
         res = json.loads(path.read_text())
         rows, a, c = res["sweep"] + res["sweep_default_heap"], res["analysis"], res["ceilings"]
-        assert res["experiment"] == "15-attention-perf" and res["sweep"]
+        if res["experiment"] != "15-attention-perf" or not res["sweep"]:
+            raise ValueError("not this lab's run")
         for o in [r["ops"][k] for r in rows for k in KEYS]:  # what the pictures and rows read
             float(o["time_s"]), len(o["worker_times"])
         for o in [r["ops"][k] for r in rows for k in OPS]:
@@ -1511,7 +1514,7 @@ def load_results(arg):
         res["heap"]["mode"], res["conditions"]["failed"], res["threads"]["blas_threads"]
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except (AssertionError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         raise UsageError(f"{path} is not a results.json written by this perf.py") from None
     return path, res
 
@@ -1522,10 +1525,9 @@ def load_results(arg):
 # and T whether B is faster, slower or the same, against both runs' own noise.
 
 def compare_rows(a, b, Ts):
-    """Per op and T: both headlines, B/A, the change of share, and "same" unless B/A leaves
-    [1/band, band], band the larger run's noise (>= NOISE_FLOOR): its processes' time_s max /
-    min, from five the second highest over the second lowest (one slow worker does not blind
-    it)."""
+    """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves
+    [1/band, band], band the noisier run's spread of its workers' time_s (from five, second
+    highest over second lowest: one slow worker does not blind it), at least NOISE_FLOOR."""
     ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
@@ -1554,10 +1556,10 @@ def compare_facts(a, b, T):
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
-        ("threads over one thread (scores + av)", lambda r: r["conditions"]["checks"][
+        ("threads over one thread (av)", lambda r: r["conditions"]["checks"][
             "threads_cooperate"]["value"], True, STATE_LIMIT, None),
-        (f"one thread, scores + av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)[
-            "scores_av_one_thread_s"], True, STATE_LIMIT, None),
+        (f"one thread, av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)["one_thread_s"]["av"],
+         True, STATE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
          True, STATE_LIMIT, None),
         ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, STATE_LIMIT, None),
@@ -1693,7 +1695,7 @@ def refuse_early(args, plan):
     """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
     for the probe, then removed). Returns the memory estimate and Phase 1's ceilings, if given."""
     need = run_memory_bytes(args.T, args.n_heads, plan["anatomy_T"],
-                            plan["ceilings"]["levels"]["DRAM"]["bytes"])
+                            plan["ceiling_spec"]["levels"]["DRAM"]["bytes"])
     if need > (available := psutil.virtual_memory().available):
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
                          f"{available / 2**30:.1f} GiB are available")
@@ -1725,11 +1727,11 @@ def run_lab(args, argv):
     plan = make_plan(args, hardware, threads["blas_threads"])
     need, given = refuse_early(args, plan)
     hardware["run_memory_estimate_MiB"] = need / 2**20
-    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T": args.T,
+    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_limit": threads["limit"]}
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
-    dflt, warm = spawn_workers(plan, base, args.in_process)
+    dflt, warm = spawn_all(plan, base, args.in_process)
     load.append(machine_load({os.getpid()}))
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
                                 if os.name == "nt" and not args.in_process else 0)
@@ -1737,8 +1739,8 @@ def run_lab(args, argv):
     parts = lambda T, ws: [w["samples"][str(T)] for w in ws]  # noqa: E731
     rows = [pool_T(T, parts(T, warm), args.min_time) for T in args.T]
     default_rows = [pool_T(T, parts(T, [dflt]), args.min_time) for T in args.T]
-    ceilings = choose_ceilings(given, combine_ceilings([w["ceilings"] for w in warm],
-                                                       plan["ceilings"]))
+    ceilings = choose_ceilings(given, combine_ceilings([w["ceiling_repeats"] for w in warm],
+                                                       plan["ceiling_spec"]))
     for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     windows = [w for T in args.T if (w := threading_windows(T, parts(T, warm)))]
