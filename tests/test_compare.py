@@ -34,12 +34,12 @@ def test_five_workers_noise_band_by_hand():
     b_slow = synthetic.run(times_ms=scaled(1.2), workers=(1.10, 1.12, 1.14, 1.16, 1.18))
     r = rows_by(perf.compare_rows(a, b_slow, [64, 512]))
     assert r[512, "softmax"]["noise_band"] == pytest.approx(1.05)
-    assert r[512, "softmax"]["ratio"] == pytest.approx(1.2) and r[512, "softmax"]["verdict"] == "slower"
-    assert r[512, "scores"]["verdict"] == "same" and r[64, "softmax"]["verdict"] == "same"
+    assert r[512, "softmax"]["ratio"] == pytest.approx(1.2) and r[512, "softmax"]["change"] == "slower"
+    assert r[512, "scores"]["change"] == "same" and r[64, "softmax"]["change"] == "same"
     faster = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(0.9)), [512]))
-    assert faster[512, "softmax"]["verdict"] == "faster"  # 0.9 < 1 / 1.05
+    assert faster[512, "softmax"]["change"] == "faster"  # 0.9 < 1 / 1.05
     within = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.04)), [512]))
-    assert within[512, "softmax"]["verdict"] == "same"
+    assert within[512, "softmax"]["change"] == "same"
 
 
 def test_a_wide_noise_band_from_two_workers():
@@ -47,9 +47,9 @@ def test_a_wide_noise_band_from_two_workers():
     a = synthetic.run(workers=(1.0, 1.5))
     r = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.3)), [512]))
     assert r[512, "softmax"]["noise_band"] == pytest.approx(1.5)
-    assert r[512, "softmax"]["verdict"] == "same"
+    assert r[512, "softmax"]["change"] == "same"
     r = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.6)), [512]))
-    assert r[512, "softmax"]["verdict"] == "slower"
+    assert r[512, "softmax"]["change"] == "slower"
 
 
 def test_share_change_in_percentage_points():
@@ -100,7 +100,7 @@ def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, quick_run
     assert perf.main(["--compare", str(d), str(d / "results.json"), "--out", str(tmp_path)]) == 0
     c = json.loads((tmp_path / "compare.json").read_text())
     assert c["same_state"] == (quick_run[1]["conditions"]["verdict"] == "quiet")
-    assert all(r["ratio"] == 1 and r["share_pp"] == 0 and r["verdict"] == "same" for r in c["rows"])
+    assert all(r["ratio"] == 1 and r["share_pp"] == 0 and r["change"] == "same" for r in c["rows"])
     assert not any(s["differs"] for s in c["story"])
     assert "same machine state" in capsys.readouterr().out or not c["same_state"]
 

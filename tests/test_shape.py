@@ -33,7 +33,7 @@ def test_one_conductor_calls_every_step_of_a_run_in_the_order_the_data_flows():
     calls = [n.func.id for n in sorted((n for n in ast.walk(conductor) if isinstance(n, ast.Call)
                                         and isinstance(n.func, ast.Name) and n.func.id in TOP),
                                        key=lambda n: (n.lineno, n.col_offset))]
-    steps = ["make_plan", "spawn_all", "pool_T", "combine_ceilings", "place_on_roofline",
+    steps = ["make_plan", "spawn_all", "pool_sweep", "combine_ceilings", "place_on_roofline",
              "analyse", "judge_run", "plot_perf", "plot_roofline", "write_atomically"]
     first = [calls.index(step) for step in steps]
     assert first == sorted(first), calls

@@ -57,20 +57,9 @@ T_FOCUS = 512                        # the lab's T of focus: results_summary, th
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
 
-# The protocol. A sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling (a
-# batch of copies or of matmuls). "default" is the lab's measurement, "quick" a smoke test.
-PROFILES = {
-    "default": {"min_time": 0.05, "samples": 100, "workers": 5, "default_heap_samples": 6,
-                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples": 6, "workers": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
-}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
-OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates, as time_s of the times
-CONFIDENCE = 0.95         # every interval: distribution-free, from two order statistics
+CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
 
 # Thresholds of the analysis, the verdict and --compare.
 SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
@@ -334,8 +323,7 @@ def glibc_malloc():
 def machine_facts():
     cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
     cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
-    # A physical core is one set of hyper-thread siblings (core_cpus_list; thread_siblings_list
-    # on kernels before 5.7).
+    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
     groups = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
               for d in cpu_dirs} - {None}
     logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
@@ -446,6 +434,19 @@ def keep_heap():
 def make_input(T, mha, seed):
     """x (T, d_model) float32, the same for a given (seed, T) in every process of the run."""
     return np.random.default_rng([seed, T]).standard_normal((T, len(mha.W_Q))).astype(np.float32)
+
+
+# The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
+# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling (a
+# batch of copies or of matmuls). "default" is the lab's measurement, "quick" a smoke test.
+PROFILES = {
+    "default": {"min_time": 0.05, "samples": 100, "workers": 5, "default_heap_samples": 6,
+                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples": 6, "workers": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
+}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
+ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
+OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 
 
 def run_for(fn, min_time, clock=time.perf_counter_ns):
@@ -669,25 +670,6 @@ class RunError(Exception):
     """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
 
 
-def make_plan(args, hardware, threads_ran):
-    """Everything the workers will do, fixed before the first starts, and the seconds it takes."""
-    prof = PROFILES["quick" if args.quick else "default"]
-    rounds = math.ceil(args.samples / args.workers)
-    one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
-        if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
-    spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
-            "copy_threads": hardware["logical_cpus"],
-            "reps": math.ceil(prof["ceiling_repeats"] / args.workers),
-            "cache_reps": math.ceil(prof["cache_repeats"] / args.workers),
-            "matmul_n": prof["matmul_n"]}
-    batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
-        spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
-    return {"workers": args.workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_samples": min(prof["default_heap_samples"], args.samples),
-            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceiling_spec": spec,
-            "worker_s": args.min_time * batches + 0.5}
-
-
 def spawn_one(task, in_process, timeout):
     """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception,
     Ctrl-C too, the worker is killed and reaped first."""
@@ -714,6 +696,25 @@ def spawn_one(task, in_process, timeout):
         return json.loads(out)
     except json.JSONDecodeError:
         raise RunError(f"worker {task['label']} wrote no result") from None
+
+
+def make_plan(args, hardware, threads_ran):
+    """Everything the workers will do, fixed before the first starts, and the seconds it takes."""
+    prof = PROFILES["quick" if args.quick else "default"]
+    rounds = math.ceil(args.samples / args.workers)
+    one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
+        if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
+    spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
+            "copy_threads": hardware["logical_cpus"],
+            "reps": math.ceil(prof["ceiling_repeats"] / args.workers),
+            "cache_reps": math.ceil(prof["cache_repeats"] / args.workers),
+            "matmul_n": prof["matmul_n"]}
+    batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
+        spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
+    return {"workers": args.workers, "rounds": rounds, "one_thread_rounds": one_thread,
+            "default_heap_samples": min(prof["default_heap_samples"], args.samples),
+            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceiling_spec": spec,
+            "worker_s": args.min_time * batches + 0.5}
 
 
 def spawn_all(plan, base, in_process):
@@ -803,6 +804,15 @@ def threading_windows(T, parts):
     med = lambda f: {k: float(np.median([f(a, o, k) for a, o in pairs])) for k in KEYS}  # noqa
     return {"T": T, "windows": len(pairs), "threads_over_one": med(lambda a, o, k: a[k] / o[k]),
             "all_threads_s": med(lambda a, o, k: a[k]), "one_thread_s": med(lambda a, o, k: o[k])}
+
+
+def pool_sweep(Ts, warm, dflt, min_time):
+    """results.json's "sweep", a row per T from the warm workers' samples; the default-heap
+    worker's rows apart ("sweep_default_heap"); and the warm workers' threading windows."""
+    parts = lambda T, workers: [w["samples"][str(T)] for w in workers]  # noqa: E731
+    return {"sweep": [pool_T(T, parts(T, warm), min_time) for T in Ts],
+            "sweep_default_heap": [pool_T(T, parts(T, [dflt]), min_time) for T in Ts],
+            "threading_windows": [w for T in Ts if (w := threading_windows(T, parts(T, warm)))]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -916,9 +926,8 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
 
 
 def threshold_T(d_k, I_crit, bytes_factor):
-    """The smallest T from which scores/av are compute-bound, T d_k / (4 d_k + b T) > I_crit: b
-    = 2 is the lab's intensity formula, b = 4 its Block E inequality as written (the T^2 matrix
-    counted twice). None when d_k / b, the limit, is not above I_crit."""
+    """The smallest T with T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
+    inequality, which counts T^2 twice), from which scores/av are compute-bound; None if none."""
     if d_k <= bytes_factor * I_crit:
         return None
     return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
@@ -1308,8 +1317,7 @@ def plot_perf(res):
 
 
 def ring_sizes(points, first=5.0, step=1.5, near=0.03):
-    """Diameters (points) of hollow rings from (x, y, T index): `step` times larger per T, and a
-    ring on the spot of one of nearly its size grown past it, so that rings nest, never hide."""
+    """Ring diameters (points), `step` times larger per T; rings on one spot nest, never hide."""
     sizes = []
     for j, (x, y, i) in enumerate(points):
         d = first * step**i
@@ -1538,7 +1546,7 @@ def compare_rows(a, b, Ts):
             ratio = ob["time_s"] / oa["time_s"]
             rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
                          "ratio": ratio, "share_pp": 100 * (ob["time_share"] - oa["time_share"]),
-                         "noise_band": band, "verdict": "slower" if ratio > band else
+                         "noise_band": band, "change": "slower" if ratio > band else
                          "faster" if ratio < 1 / band else "same"})
     return rows
 
@@ -1615,10 +1623,10 @@ def compare(arg_a, arg_b, out):
           "the code's (or noise)" if c["same_state"] else "the machines were in different "
           "states, so the differences below are not only the code's: " + "; ".join(
               c["state_signals"])))
-    print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  verdict")
+    print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
-              f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['verdict']}")
+              f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['change']}")
     if (left := c["left_out_T"])["a_only"] or left["b_only"]:
         print(f"\nleft out: T={left['a_only']} only in A, T={left['b_only']} only in B")
     print("\n  fact: A | B   (* the two runs tell a different story here)")
@@ -1693,7 +1701,7 @@ def run_memory_bytes(Ts, n_heads, anatomy_T, dram_copy_bytes):
 
 def refuse_early(args, plan):
     """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
-    for the probe, then removed). Returns the memory estimate and Phase 1's ceilings, if given."""
+    for the probe, then removed). Returns the estimate (MiB) and Phase 1's ceilings, if given."""
     need = run_memory_bytes(args.T, args.n_heads, plan["anatomy_T"],
                             plan["ceiling_spec"]["levels"]["DRAM"]["bytes"])
     if need > (available := psutil.virtual_memory().available):
@@ -1717,7 +1725,7 @@ def refuse_early(args, plan):
     finally:
         for p in reversed(made):
             p.rmdir()
-    return need, given
+    return need / 2**20, given
 
 
 def run_lab(args, argv):
@@ -1725,8 +1733,7 @@ def run_lab(args, argv):
     started, hardware = time.perf_counter(), machine_facts()
     threads, blas = blas_threads(args.threads, hardware)
     plan = make_plan(args, hardware, threads["blas_threads"])
-    need, given = refuse_early(args, plan)
-    hardware["run_memory_estimate_MiB"] = need / 2**20
+    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan)
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_limit": threads["limit"]}
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
@@ -1736,22 +1743,19 @@ def run_lab(args, argv):
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
                                 if os.name == "nt" and not args.in_process else 0)
     hardware["cpufreq_at_end"] = cpufreq_state()
-    parts = lambda T, ws: [w["samples"][str(T)] for w in ws]  # noqa: E731
-    rows = [pool_T(T, parts(T, warm), args.min_time) for T in args.T]
-    default_rows = [pool_T(T, parts(T, [dflt]), args.min_time) for T in args.T]
+    sweep = pool_sweep(args.T, warm, dflt, args.min_time)  # results.json's two sweeps
+    rows, windows = sweep["sweep"], sweep.pop("threading_windows")
     ceilings = choose_ceilings(given, combine_ceilings([w["ceiling_repeats"] for w in warm],
                                                        plan["ceiling_spec"]))
-    for r in rows + default_rows:
+    for r in rows + sweep["sweep_default_heap"]:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
-    windows = [w for T in args.T if (w := threading_windows(T, parts(T, warm)))]
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, [w["anatomy"] for w in warm], windows)
     conditions = judge_run(load, own_cpu_s, hardware, threads, warm, windows)
     results = {
-        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(),
-        "config": cfg, "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                                    **{m: version(m) for m in ("matplotlib", "threadpoolctl",
-                                                               "psutil")}, "blas": blas},
+        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
         "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
@@ -1760,7 +1764,7 @@ def run_lab(args, argv):
             for i, w in enumerate([dflt] + warm)],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
-        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
+        "ceilings": ceilings, **sweep,
         "analysis": analysis, "conditions": conditions,
         "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -1781,10 +1785,10 @@ def report(results, out):
     if results["analysis"]["unstable"]:
         warn.append(f"unstable (worker times more than {SPREAD_LIMIT}x apart): "
                     + ", ".join(results["analysis"]["unstable"]))
-    if results["heap"]["mode"] == "warm" and (cold := [r for r in results["sweep"] if (
-            r["page_faults_per_forward"] or 0) >= 1]):
-        warn.append(f"warm heap: from T={cold[0]['T']} on it could not be kept warm "
-                    f"({cold[0]['page_faults_per_forward']:.0f} page faults per forward)")
+    if cold := [(r["T"], r["page_faults_per_forward"]) for r in results["sweep"]
+                if (r["page_faults_per_forward"] or 0) >= 1]:
+        warn.append(f"page faults: from T={cold[0][0]} on, {cold[0][1]:.0f} a forward on the "
+                    f"{results['heap']['mode']} heap: the kernel is in the times")
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
     print("".join(f"warning: {w}\n" for w in warn) + f"\n{'T':>5} " + " ".join(
