@@ -1,8 +1,17 @@
 """Which value of the committed run each figure of the write-up quotes: per document, a phrase with
-{} where the figure stands, and how the figure is read off results.json (r) and manifest.json (m),
-formatted as the text prints it. test_docs.py finds every phrase verbatim and lets no other
-number of the prose go unbound, except the lab's own vocabulary in STRUCTURAL."""
+{} where the figure stands, and how the figure is read off results.json (r) and manifest.json (m)
+(reruns.json: RERUNS), formatted as the text prints it. test_docs.py finds every phrase verbatim
+and lets no other number of the prose go unbound, except the lab's own vocabulary in STRUCTURAL.
+CLAIMS hold the words that state a property of the run (a count, a flag, a rule, a share and what
+it is a share of, an instruction set), each with what makes it true."""
+import json
+import math
+from pathlib import Path
 
+import perf
+
+EXP = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
+RERUNS = [m for m in json.loads((EXP / "reruns.json").read_text())["runs"]]
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
 
 
@@ -23,7 +32,7 @@ def ms(v):
 
 
 def pct(v, decimals=1):
-    return f"{100 * v:.{decimals}f}"
+    return f"{100 * v:.{decimals}f}".replace("-", "−")
 
 
 def word(flag):
@@ -43,6 +52,10 @@ P27 = lambda r: r["analysis"]["phase_27_preview"]  # noqa: E731
 OBS = lambda r, i: r["analysis"]["expected_observations"][i]  # noqa: E731
 CHK = lambda r, name: r["conditions"]["checks"][name]["value"]  # noqa: E731
 LV = lambda r, name: r["ceilings"]["levels"][name]  # noqa: E731
+OTHER_PASSES = lambda r: [s["GBps"] for k, s in AN(r)["softmax"].items() if k != "exp"]  # noqa
+QUIET = [m for m in RERUNS if m["conditions_verdict"] == "quiet"]
+WIDTH = [m["ridge_interval"][1] / m["ridge_interval"][0] for m in RERUNS]
+L3_MIB = lambda r: int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10  # noqa: E731
 
 
 def table_row(name):
@@ -56,15 +69,14 @@ def table_row(name):
 
 LAB = [
     # Block E, question 1
+    ("interval ({} FLOP/byte, from β's", lambda r, m: "{} to {}".format(*(num(v, 2) for v in C(r)["ridge_interval"]))),
+    ("(intensity {})", lambda r, m: "{} to {}".format(*(num(op(r, T, "qkv_proj")["intensity"], 0) for T in (64, 512)))),
     ("ridge of **{} FLOP/byte**", lambda r, m: num(C(r)["ridge"], 2)),
     ("towards d_k/2 = {} and never past it", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
     ("never past it: {} FLOP/byte from T = 64 to 512", lambda r, m: "{}, {}, {} and {}".format(
         *(num(op(r, T, "scores")["intensity"], 2) for T in (64, 128, 256, 512)))),
-    ("the threshold T the lab asks for is {}", lambda r, m: num(THR(r)["from_intensity_formula"]["T_threshold"], 1)),
-    ("(intensity {})", lambda r, m: "{} to {}".format(*(num(op(r, T, "qkv_proj")["intensity"], 0) for T in (64, 512)))),
-    ("runs from **{}** to", lambda r, m: num(C(r)["ridge_range"][0], 2)),
-    ("to **{}** FLOP/byte. At its low", lambda r, m: num(C(r)["ridge_range"][1], 2)),
-    ("a threshold of T = **{}**; at its high end", lambda r, m: num(THR(r)["from_intensity_formula"]["at_ridge_low"], 1)),
+    ("ridge below {}, and", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
+    ("just under {} would put it", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
     ("gives {} as well", lambda r, m: num(THR(r)["from_inequality_as_written"]["T_threshold"], 0)),
     ("tends to d_k/4 = {} and", lambda r, m: num(THR(r)["from_inequality_as_written"]["asymptotic_intensity"], 0)),
     ("for any ridge above {}.", lambda r, m: num(THR(r)["from_inequality_as_written"]["asymptotic_intensity"], 0)),
@@ -79,15 +91,17 @@ LAB = [
     ("GFLOPS, {} % of its DRAM roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
     ("(β × 5/8 = **{}** GFLOPS)", lambda r, m: num(SM(r)["memory_ceiling_GFLOPS"], 1)),
     ("the lab expected under {} %, and here it is just above", lambda r, m: "10" if 0.1 < SM(r)["ratio_to_memory_ceiling"] < 0.13 else "?"),
-    ("the softmax reaches **{} %**", lambda r, m: pct(SM(r)["ratio_to_level_ceiling"])),
-    ("matter too: {} MB is five times", lambda r, m: num(AN(r)["softmax_bytes_all_steps"] / 1e6, 1)),
-    ("(numpy runs it on one), **{} %**", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_ceiling"])),
     ("moves **{} MB** where", lambda r, m: num(AN(r)["softmax_bytes_all_steps"] / 1e6, 1)),
     ("model counts **{} MB**", lambda r, m: num(AN(r)["softmax_bytes_lab_model"] / 1e6, 1)),
-    ("stream at **{}** GB/s", lambda r, m: "{}** to **{}".format(*(num(f(
-        s["GBps"] for k, s in AN(r)["softmax"].items() if k != "exp"), 1) for f in (min, max)))),
-    ("streams at **{} GB/s**", lambda r, m: num(AN(r)["softmax"]["exp"]["GBps"], 1)),
-    ("takes **{} %** of the softmax", lambda r, m: pct(AN(r)["softmax"]["exp"]["share"])),
+    ("Each pass streams at **{}** GB/s", lambda r, m: "{}** to **{}".format(*(num(f(AN(r)["softmax"][k]["GBps"] for k in AN(r)["softmax"]), 1) for f in (min, max)))),
+    ("one thread copies here (**{} GB/s**", lambda r, m: num(LV(r, "DRAM")["GBps_1thread"], 1)),
+    ("the softmax reaches **{} %** of its roof", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_copy"])),
+    ("streams at **{} GB/s**, **", lambda r, m: num(AN(r)["softmax"]["exp"]["GBps"], 1)),
+    ("GB/s**, **{} %** of the passes timed alone", lambda r, m: pct(AN(r)["softmax"]["exp"]["share"])),
+    ("alone and **{} %** of the softmax's time", lambda r, m: pct(AN(r)["softmax"]["exp"]["share_of_forward"])),
+    ("passes add up to **{} ms**", lambda r, m: ms(AN(r)["softmax_sum_of_steps_s"])),
+    ("whole softmax takes **{} ms**", lambda r, m: ms(AN(r)["softmax_alone_s"])),
+    ("inside the forward **{} ms**", lambda r, m: ms(AN(r)["softmax_in_forward_s"])),
     # question 3
     ("moves **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("from I = **{}** (measured", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
@@ -97,7 +111,7 @@ LAB = [
     ("at best **{} ms**", lambda r, m: ms(P27(r)["without_materialising_A"]["time_lower_bound_s"])),
     ("instead of the **{} ms** that", lambda r, m: ms(P27(r)["measured"]["time_s"])),
     # the pictures and the table
-    ("the 25th percentile of {} samples from", lambda r, m: str(r["config"]["repeats"])),
+    ("the 25th percentile of {} samples from the five", lambda r, m: str(r["config"]["samples_per_T"])),
     *(table_row(name) for name in OPS),
     ("The forward: {} at 512.", lambda r, m: "**{}** ms at T = 64, **{}** ms at 128, **{}** ms at 256, **{}** ms".format(
         *(ms(row(r, T)["forward_s"]) for T in (64, 128, 256, 512)))),
@@ -115,13 +129,19 @@ LAB = [
     ("the softmax holds **{} %** of the FLOPs", lambda r, m: pct(op(r, 512, "softmax")["flop_share"])),
     ("FLOPs and **{} %** of the time", lambda r, m: pct(op(r, 512, "softmax")["time_share"])),
     # findings
+    ("two threads take **{}×** one thread's time on qkv_proj", lambda r, m: num(window(r, 512)["threads_over_one"]["qkv_proj"], 2)),
+    ("qkv_proj, **{}×** on av", lambda r, m: num(window(r, 512)["threads_over_one"]["av"], 2)),
+    ("av, **{}×** on out_proj", lambda r, m: num(window(r, 512)["threads_over_one"]["out_proj"], 2)),
+    ("and **{}×** on scores", lambda r, m: num(window(r, 512)["threads_over_one"]["scores"], 2)),
+    ("only d_k = {} deep at every T", lambda r, m: str(r["config"]["d_head"])),
+    ("more than a percent (**{}×**)", lambda r, m: "{}** to **{}".format(*(num(f(window(r, 128)["threads_over_one"][k] for k in OPS), 3) for f in (min, max)))),
     ("yet scores takes **{} ms**", lambda r, m: ms(op(r, 512, "scores")["time_s"])),
     ("and av **{} ms** at T = 512", lambda r, m: ms(op(r, 512, "av")["time_s"])),
-    ("its matmul (**{} ms**)", lambda r, m: ms(AN(r)["scores"]["matmul"]["median_s"])),
-    ("(**{} ms**): naive", lambda r, m: ms(AN(r)["scores"]["scale"]["median_s"])),
-    ("once more, **{} MB** in all", lambda r, m: num(AN(r)["scores_bytes_all_steps"] / 1e6, 1)),
+    ("its matmul (**{} ms**", lambda r, m: ms(AN(r)["scores"]["matmul"]["median_s"])),
+    ("matrix at **{}** GB/s)", lambda r, m: num(AN(r)["scores"]["matmul"]["GBps"], 1)),
+    ("(**{} ms**), which reads", lambda r, m: ms(AN(r)["scores"]["scale"]["median_s"])),
+    ("once more: **{} MB** in all", lambda r, m: num(AN(r)["scores_bytes_all_steps"] / 1e6, 1)),
     ("where the lab counts **{} MB**", lambda r, m: num(AN(r)["scores_bytes_lab_model"] / 1e6, 1)),
-    ("timed alone (**{} ms**)", lambda r, m: ms(AN(r)["scores_sum_of_steps_s"])),
     ("the forward takes **{} ms** instead", lambda r, m: ms(row(r, 512, "sweep_default_heap")["forward_s"])),
     ("instead of **{} ms**, with", lambda r, m: ms(row(r, 512)["forward_s"])),
     ("with **{}** page faults per forward", lambda r, m: num(row(r, 512, "sweep_default_heap")["page_faults_per_forward"], 0)),
@@ -129,59 +149,69 @@ LAB = [
     ("against **{}** ms at T = 256)", lambda r, m: ms(row(r, 256)["forward_s"])),
     ("fewer than **{}** faults per forward at every T", lambda r, m: "0.01" if max(
         x["page_faults_per_forward"] for x in r["sweep"]) < 0.01 else "?"),
-    ("at T = 512 two threads take **{}×**", lambda r, m: num(window(r, 512)["threads_over_one"], 2)),
-    ("at T = 128 **{}×**", lambda r, m: num(window(r, 128)["threads_over_one"], 2)),
-    ("its largest T (above {}×)", lambda r, m: num(r["conditions"]["checks"]["threads_cooperate"]["limit"], 1)),
-    ("the L2 copy reads **{} GB/s**", lambda r, m: num(LV(r, "L2")["GBps"], 1)),
+    ("copies a {} MiB working set (its L2)", lambda r, m: str(LV(r, "L2")["bytes"] >> 20)),
+    ("(its L2) at **{} GB/s**", lambda r, m: num(LV(r, "L2")["GBps"], 1)),
+    ("The {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
+    ("runs at **{} GB/s** on both cores", lambda r, m: num(LV(r, "DRAM")["GBps_all_threads"], 1)),
+    ("and **{} GB/s** on one; a", lambda r, m: num(LV(r, "DRAM")["GBps_1thread"], 1)),
+    ("a {} MiB copy runs at", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
+    ("copy runs at **{} GB/s**, so there is no plateau", lambda r, m: num(LV(r, "DRAM")["GBps_check"], 1) if not LV(r, "DRAM")["plateau"] else "?"),
+    ("fit this host's {} MiB L3", lambda r, m: str(L3_MIB(r))),
     # how it was run
-    ("The default run took **{} s** here.", lambda r, m: num(r["run_wall_s"], 1)),
-    ("{} per core", lambda r, m: "L2 {} KiB".format(int(r["hardware"]["caches"]["L2"]["size"][:-1]))),
-    ("L3 {} MiB shared", lambda r, m: str(int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10)),
+    ("It took **{} s** of measuring", lambda r, m: num(r["run_wall_s"], 1)),
     ("{} cores (no SMT)", lambda r, m: str(r["hardware"]["physical_cores"])),
     ("It ran on a {}-core KVM", lambda r, m: str(r["hardware"]["physical_cores"])),
+    ("(GenuineIntel family **{}**", lambda r, m: str(r["hardware"]["family"])),
+    ("model **{}**) on", lambda r, m: str(r["hardware"]["model"])),
+    ("L2 {} KiB per core", lambda r, m: r["hardware"]["caches"]["L2"]["size"][:-1]),
+    ("L3 {} MiB shared", lambda r, m: str(L3_MIB(r))),
     ("OpenBLAS with {} threads", lambda r, m: str(r["threads"]["blas_threads"])),
-    ("each {} rounds", lambda r, m: str(r["config"]["rounds_per_worker"])),
-    ("at least {} ms (n", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
-    ("(n = **{}** at T = 64", lambda r, m: str(row(r, 64)["n_inner"])),
-    ("**{}** at T = 512)", lambda r, m: str(row(r, 512)["n_inner"])),
-    ("an op's {} samples", lambda r, m: str(r["config"]["repeats"])),
-    ("costs **{} %** more than an untimed one at T = 64", lambda r, m: pct(row(r, 64)["instrumentation_overhead"], 2)),
-    ("(95 % interval **{}** to", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][0], 2).replace("-", "−")),
-    ("to **{} %**); from", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][1], 2)),
-    ("noise (**{} %** at T = 512)", lambda r, m: pct(row(r, 512)["instrumentation_overhead"], 2).replace("-", "−")),
-    ("β **{} GB/s**, the median", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
-    ("the median of {}", lambda r, m: str(LV(r, "DRAM")["repeats"])),
-    ("repeats on {} MiB", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
-    ("(interval **{}**–**", lambda r, m: num(C(r)["beta_peak_range"][0], 1)),
-    ("**–**{}**; a", lambda r, m: num(C(r)["beta_peak_range"][1], 1)),
-    ("a {} MiB copy ran at", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
-    ("copy ran at **{}** GB/s, just over 10 % apart: no plateau", lambda r, m: num(
-        LV(r, "DRAM")["GBps_check"], 1) if not LV(r, "DRAM")["plateau"] else "?"),
-    ("one thread **{} GB/s**", lambda r, m: num(LV(r, "DRAM")["GBps_1thread"], 1)),
-    ("π **{} GFLOPS**, a", lambda r, m: num(C(r)["pi_peak_GFLOPS"], 1)),
+    ("until {} ms have passed (", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("passed (**{}** forwards at T = 64", lambda r, m: "{}** to **{}".format(*row(r, 64)["forwards_per_sample"])),
+    ("at T = 64, **{}** at T = 512)", lambda r, m: "{}** to **{}".format(*row(r, 512)["forwards_per_sample"])),
+    (" is **{}** at every T, the one-thread", lambda r, m: str(max(x["samples_below_min_time"] for x in r["sweep"] + r["sweep_default_heap"]))),
+    ("an op's {} samples, taken", lambda r, m: str(r["config"]["samples_per_T"])),
+    ("each {} rounds over every T", lambda r, m: str(r["config"]["rounds_per_worker"])),
+    ("takes the **{}** samples per T", lambda r, m: str(r["config"]["default_heap_samples"])),
+    ("cost the timers **{} %** at T = 64", lambda r, m: pct(row(r, 64)["instrumentation_overhead"], 2)),
+    ("(95 % interval **{}** to", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][0], 2)),
+    ("to **{} %**); at every T", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][1], 2)),
+    ("the widest reaches **{} %**", lambda r, m: pct(max(x["instrumentation_overhead_ci95"][1] for x in r["sweep"]), 2)),
+    ("for at least {} ms. β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("β **{} GB/s** from", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
+    ("GB/s** from **{}** repeats of a", lambda r, m: str(C(r)["beta_repeats"])),
+    ("repeats of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
+    ("(interval **{}**–**", lambda r, m: num(C(r)["beta_peak_interval"][0], 1)),
+    ("**–**{}**); π", lambda r, m: num(C(r)["beta_peak_interval"][1], 1)),
+    ("π **{} GFLOPS** from", lambda r, m: num(C(r)["pi_peak_GFLOPS"], 1)),
+    ("GFLOPS** from **{}** repeats of a", lambda r, m: str(C(r)["pi_repeats"])),
     ("a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"])),
-    ("matmul (interval **{}**–**", lambda r, m: num(C(r)["pi_peak_range"][0], 1)),
-    ("**–**{}**). Per", lambda r, m: num(C(r)["pi_peak_range"][1], 1)),
-    ("L1d **{} GB/s**", lambda r, m: num(LV(r, "L1d")["GBps"], 1)),
-    ("overhead, not the cache), L2 **{}**", lambda r, m: num(LV(r, "L2")["GBps"], 1)),
-    ("L3 **{}**.", lambda r, m: num(LV(r, "L3")["GBps"], 1)),
+    ("matmul (interval **{}**–**", lambda r, m: num(C(r)["pi_peak_interval"][0], 1)),
+    ("**–**{}**); the ridge's", lambda r, m: num(C(r)["pi_peak_interval"][1], 1)),
+    ("those two, ×**{}** wide", lambda r, m: num(C(r)["ridge_interval"][1] / C(r)["ridge_interval"][0], 2)),
     ("**Run conditions**: **{}**", lambda r, m: r["conditions"]["verdict"]),
     ("other processes used **{}** CPUs", lambda r, m: num(CHK(r, "other_processes_cpus"), 3)),
     ("steal **{} %**", lambda r, m: pct(CHK(r, "steal_fraction"), 2)),
     ("preempted **{}** times a second", lambda r, m: num(CHK(r, "preemptions_per_s"), 1)),
-    ("two threads took **{}×** one thread's time;", lambda r, m: num(CHK(r, "threads_cooperate"), 2)),
+    ("two threads took **{}×** one thread's time on av", lambda r, m: num(CHK(r, "threads_cooperate"), 2)),
     # limitations
-    ("the worker medians of av lie **{}×** apart", lambda r, m: num(op(r, 512, "av")["worker_spread"], 2)),
-    ("this machine's {} MiB L3", lambda r, m: str(int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10)),
+    ("The {} fresh default runs", lambda r, m: "twelve" if len(RERUNS) == 12 else "?"),
+    ("ridge lay between **{}** and", lambda r, m: num(min(x["ridge_intensity"] for x in QUIET), 2)),
+    ("and **{}**, ×", lambda r, m: num(max(x["ridge_intensity"] for x in QUIET), 2)),
+    ("×**{}** apart, while", lambda r, m: num(max(x["ridge_intensity"] for x in QUIET) / min(x["ridge_intensity"] for x in QUIET), 2)),
+    ("interval was ×**{}** wide", lambda r, m: "{}** to ×**{}".format(num(min(WIDTH), 2), num(max(WIDTH), 2))),
+    ("fits the host's {} MiB L3", lambda r, m: str(L3_MIB(r))),
+    ("the {} MiB copy fits the host's", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
+    ("scores' at T = 512, **{}×**", lambda r, m: num(max(x["ops"][k]["worker_spread"] for x in r["sweep"] for k in OPS), 2)),
+    ("this machine's {} MiB L3; on", lambda r, m: str(L3_MIB(r))),
 ]
 
 TOP = [
     ("this machine's ridge is **{}**", lambda r, m: num(C(r)["ridge"], 2)),
-    ("never pass an intensity of {} FLOP/byte", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
+    ("pass an intensity of {} FLOP/byte", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
+    ("The threshold T the lab asks for is {}.", lambda r, m: num(THR(r)["from_intensity_formula"]["T_threshold"], 0)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its DRAM roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
-    ("streams at **{} GB/s**", lambda r, m: num(AN(r)["softmax"]["exp"]["GBps"], 1)),
-    ("takes **{} %** of the softmax", lambda r, m: pct(AN(r)["softmax"]["exp"]["share"])),
     ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
@@ -192,12 +222,11 @@ TOP = [
 ]
 
 REPORT = [
-    ("samples of at least {} ms from", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
-    ("timers that cost under **{} %**", lambda r, m: "2" if max(
-        x["instrumentation_overhead"] for x in r["sweep"]) < 0.02 else "?"),
-    ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("It runs at **{} %** of its DRAM", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
+    ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("ceilings measured in the same run with {} % intervals", lambda r, m: "95"),
+    ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
     ("can never pass d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["from_intensity_formula"]["asymptotic_intensity"], 0)),
     ("this machine's ridge is **{}**", lambda r, m: num(C(r)["ridge"], 2)),
     ("no solution once the ridge passes {}.", lambda r, m: num(THR(r)["from_inequality_as_written"]["asymptotic_intensity"], 0)),
@@ -215,18 +244,19 @@ SOLUTION = [
     ("β of {} GB/s, the ridge is", lambda r, m: "{}–{}".format(*LAP(r)["beta_GBps"])),
     ("the ridge is **{}**: expect", lambda r, m: "{}** to **{}".format(*(num(v, 1) for v in LAP(r)["ridge_range"]))),
     ("**{} %** of its DRAM roofline at T = 512", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
-    ("takes **{} %** of its time", lambda r, m: pct(AN(r)["softmax"]["exp"]["share"])),
     ("spill out of the {} MiB L3", lambda r, m: str(LAP(r)["caches_bytes"]["L3"] >> 20)),
     ("**{}** times fewer bytes for", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("from an intensity of **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("forward took **{} ms** instead", lambda r, m: ms(row(r, 512, "sweep_default_heap")["forward_s"])),
     ("instead of **{} ms**). Count", lambda r, m: ms(row(r, 512)["forward_s"])),
-    ("interval (under **{} %** here at every T)", lambda r, m: "2" if max(
-        x["instrumentation_overhead"] for x in r["sweep"]) < 0.02 else "?"),
-    ("{} repeats each, per memory level", lambda r, m: str(C(r)["repeats"])),
-    ("on a {}-core AMD EPYC", lambda r, m: str(r["hardware"]["physical_cores"])),
-    ("samples of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("each the 75th percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)["pi_repeats"] else "?"),
+    ("on a {}-core Intel Xeon", lambda r, m: str(r["hardware"]["physical_cores"])),
+    ("measurements of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
+    ("more than {} % from the first worker", lambda r, m: "10"),
+    ("distribution-free {} % interval", lambda r, m: "95"),
+    ("with its {} % interval", lambda r, m: "95"),
 ]
 
 REFLECTION = []  # a learner's voice: no figures, and the test checks that none creeps in
@@ -245,54 +275,181 @@ STRUCTURAL = [
     r"\b4 heads\b", r"Phase (?:1|15|27)\b", r"Lab 03\b", r"[Ll]abs 00–02", r"Block [A-F]\b",
     r"### [1-3]\.", r"question [1-3]", r"^# 15-attention-perf", r"15-attention-perf",
     r"i5-8250U", r"\bfp32\b", r"float(?:32|64)", r"\bL[123]d?\b", r"AVX-?512", r"AVX2",
-    r"\b5/8\b", r"\bT²", r"8·T²|4·T²", r"\b1e-5\b", r"\(8\)", r"\b4 real cores\b", r"\b15 W\b",
-    r"\b6 MiB\b", r"\b95 % interval\b", r"the 25th percentile", r"Python 3\.1[01]",
-    r"\b3\.10 or newer", r"\b3\.11 with", r"\b3\.10 with", r"\bQ[1-3]\b", r"× 5/8",
-    r"4 KiB", r"\b2048²", r"\bthree quarters", r"8/5", r"1\. \*\*|2\. \*\*|3\. \*\*",
-    r"\b10 %", r"under glibc", r"d_k/2", r"d_k/4", r"\bat (?:64|128|256|512)\b", r"NumPy 2\b",
-    r"\S*(?:03-attention|PHASE_15|phase-15)\S*",
+    r"\b5/8\b", r"\bT²", r"8·T²|4·T²", r"\b1e-5\b", r"\(8 with", r"\b15 W\b",
+    r"\b6 MiB\b", r"\b95 % interval", r"\b25th percentile", r"\b75th percentile",
+    r"Python 3\.1[01]", r"\b3\.10 or newer", r"\b3\.11 with", r"\b3\.10 with", r"× 5/8",
+    r"\b2048²", r"\bthree quarters", r"8/5", r"1\. \*\*|2\. \*\*|3\. \*\*", r"\b10 %",
+    r"d_k/2", r"d_k/4", r"\bat (?:64|128|256|512)\b", r"NumPy 2\b", r"AVX512_SPR",
+    r"OMP_NUM_THREADS=[14]", r"\bU-series\b", r"\b45 s\b", r"about 45 s",
+    r"\S*(?:03-attention|PHASE_15|phase-15|rerun_NN)\S*",
 ]
 
-# Quantitative words, each with the range of the committed run that makes it true.
+# Quantitative words and stated properties, each with what makes it true of the committed run.
 FWD = lambda r, T, rows="sweep": row(r, T, rows)["forward_s"]  # noqa: E731
+LABR = "experiments/15-attention-perf/README.md"
+SOL = "solutions/03-attention-perf-ref.md"
+REFL = "learners/borja/phase-15/reflections.md"
+ALL_T_BOUND = lambda r, ops, cls: all(x["ops"][o]["bound"] == cls for x in r["sweep"] for o in ops)  # noqa
 CLAIMS = [
-    ("experiments/15-attention-perf/README.md", "Why scores costs twice av",
-     lambda r, m: 1.8 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] <= 2.3),
-    ("experiments/15-attention-perf/README.md", "MB is five times the lab's count",
-     lambda r, m: 4.5 <= r["analysis"]["anatomy"]["softmax_bytes_all_steps"]
-     / r["analysis"]["anatomy"]["softmax_bytes_lab_model"] < 5.5),
-    ("experiments/15-attention-perf/README.md", "it is the *largest* at every T",
+    # (a) the protocol: every sample >= min_time, the one-thread samples included
+    (LABR, "none was shorter (`samples_below_min_time` is",
+     lambda r, m: all(x["samples_below_min_time"] == 0 and x["shortest_sample_s"] >= r["config"]["min_time_s"]
+                      for x in r["sweep"] + r["sweep_default_heap"])),
+    ("PHASE_15_REPORT.md", "samples that each run until",
+     lambda r, m: all(x["samples_below_min_time"] == 0 for x in r["sweep"] + r["sweep_default_heap"])),
+    (LABR, "each repeat copies or multiplies for at least",
+     lambda r, m: r["analysis"]["anatomy"]["shortest_batch_s"] >= r["config"]["min_time_s"]),
+    # (b) flags: none unstable, and the widest spread under the limit
+    (LABR, "No op was flagged `unstable`",
+     lambda r, m: r["analysis"]["unstable"] == [] and not any(x["ops"][k]["unstable"] for x in r["sweep"] for k in OPS)),
+    (LABR, "the widest spread between workers is scores' at T = 512",
+     lambda r, m: max(((x["ops"][k]["worker_spread"], x["T"], k) for x in r["sweep"] for k in OPS))[1:] == (512, "scores")),
+    # (c) exp's share: of which whole
+    (LABR, "of the passes timed alone and",
+     lambda r, m: math.isclose(AN(r)["softmax"]["exp"]["share"], AN(r)["softmax"]["exp"]["median_s"] / AN(r)["softmax_sum_of_steps_s"])),
+    (LABR, "of the softmax's time in the forward",
+     lambda r, m: math.isclose(AN(r)["softmax"]["exp"]["share_of_forward"], AN(r)["softmax"]["exp"]["median_s"] / op(r, 512, "softmax")["time_s"])),
+    (LABR, "a few percent at each step, small beside the bytes",
+     lambda r, m: 1 < AN(r)["softmax_alone_s"] / AN(r)["softmax_sum_of_steps_s"] < 1.1
+     and 1 < AN(r)["softmax_in_forward_s"] / AN(r)["softmax_alone_s"] < 1.1),
+    (LABR, "`exp` is not the culprit on this CPU",
+     lambda r, m: min(OTHER_PASSES(r)) <= AN(r)["softmax"]["exp"]["GBps"] and AN(r)["softmax"]["exp"]["share"] < 0.25),
+    (LABR, "numpy runs its AVX-512 kernels here",
+     lambda r, m: "AVX512_SPR" in r["hardware"]["numpy_dispatch_used"] and "AVX512F" in r["hardware"]["simd_flags"]),
+    (LABR, "with AVX-512, not on the lab's",
+     lambda r, m: "AVX512F" in r["hardware"]["simd_flags"] and r["hardware"]["vendor"] == "GenuineIntel"),
+    # (d) what the byte counts leave out: the picture's legend and the text agree
+    (LABR, "never writing S (the T×T scores) or A (the softmax's output)",
+     lambda r, m: P27(r)["without_materialising_A"]["bytes"] == 16 * r["config"]["n_heads"] * 512 * r["config"]["d_head"]),
+    # (e) the processes
+    (LABR, "A sixth process, the default-heap worker",
+     lambda r, m: [w["label"] for w in r["workers"]] == ["default heap"] + [f"warm {i}" for i in range(1, 6)]
+     and r["config"]["workers"] == 5),
+    (LABR, "taken by five warm worker processes",
+     lambda r, m: r["config"]["workers"] == 5 and all(x["workers"] == 5 for x in r["sweep"])),
+    (LABR, "from the five warm worker processes",
+     lambda r, m: r["config"]["workers"] == 5),
+    # (f) the timers' cost
+    (LABR, "at every T the interval holds zero",
+     lambda r, m: all(x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1] for x in r["sweep"])),
+    ("PHASE_15_REPORT.md", "timers whose cost is lost in the noise at every T",
+     lambda r, m: all(x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1] for x in r["sweep"])),
+    (SOL, "differ by a percent or two, not more",
+     lambda r, m: all(abs(x["instrumentation_overhead"]) <= 0.02 for x in r["sweep"])),
+    (LABR, "shorter than a sample: a ratio of",
+     lambda r, m: all(x["forwards_per_sample"][1] // 24 < x["forwards_per_sample"][0] for x in r["sweep"])),
+    # (g) which copy the ratio is against
+    (LABR, "near what one thread copies here",
+     lambda r, m: 0.8 * LV(r, "DRAM")["GBps_1thread"] <= min(AN(r)["softmax"][k]["GBps"] for k in AN(r)["softmax"])
+     and max(AN(r)["softmax"][k]["GBps"] for k in AN(r)["softmax"]) <= 1.6 * LV(r, "DRAM")["GBps_1thread"]),
+    (LABR, "half of β, which both cores reach together",
+     lambda r, m: 0.45 <= LV(r, "DRAM")["GBps_1thread"] / C(r)["beta_peak_GBps"] <= 0.55 and LV(r, "DRAM")["threads"] == "all"),
+    (SOL, "on one thread, which copies at half of β",
+     lambda r, m: 0.45 <= LV(r, "DRAM")["GBps_1thread"] / C(r)["beta_peak_GBps"] <= 0.55),
+    (LABR, "Five times the bytes at half the bandwidth is about the tenth the ratio shows",
+     lambda r, m: 0.08 <= AN(r)["softmax_bytes_lab_model"] / AN(r)["softmax_bytes_all_steps"] * LV(r, "DRAM")["GBps_1thread"] / C(r)["beta_peak_GBps"] <= 0.12
+     and 0.1 <= SM(r)["ratio_to_memory_ceiling"] <= 0.13),
+    (LABR, "lab's model counts **8.4 MB**, five times as many",
+     lambda r, m: 4.5 <= AN(r)["softmax_bytes_all_steps"] / AN(r)["softmax_bytes_lab_model"] < 5.5),
+    # (h) the pictures' footers say what their marks are made of: test_plots checks the drawn text
+    # (i) the ceilings' repeats
+    (LABR, "distribution-free 95 % interval from two order statistics",
+     lambda r, m: LV(r, "DRAM")["interval_coverage"] >= 0.95 and C(r)["beta_repeats"] == C(r)["pi_repeats"] == 20),
+    ("PHASE_15_REPORT.md", "ceilings measured in the same run with",
+     lambda r, m: C(r)["source"] == "measured" and C(r)["beta_repeats"] == C(r)["pi_repeats"] == 20),
+    # Block E question 1
+    (LABR, "Threshold T for scores and av: none — they are memory-bound at every T",
+     lambda r, m: THR(r)["from_intensity_formula"]["T_threshold"] is None and THR(r)["from_intensity_formula"]["at_ridge_low"] is None
+     and ALL_T_BOUND(r, ("scores", "av"), "memory")),
+    (LABR, "The softmax is memory-bound at every T as well; the projections are compute-bound",
+     lambda r, m: ALL_T_BOUND(r, ("softmax",), "memory") and ALL_T_BOUND(r, ("qkv_proj", "out_proj"), "compute")),
+    (LABR, "this ridge's interval starts well above it",
+     lambda r, m: C(r)["ridge_interval"][0] > 1.2 * THR(r)["from_intensity_formula"]["asymptotic_intensity"]),
+    (LABR, "anywhere from a few hundred to thousands",
+     lambda r, m: 100 < perf.threshold_T(16, 7.5, 2) < 1000 <= perf.threshold_T(16, 7.95, 2)),
+    (LABR, "an order of magnitude left of",
+     lambda r, m: 5 <= C(r)["ridge"] / 0.625 < 50),
+    (LABR, "scores is compute-bound up to T = 128 and av up to T = 256",
+     lambda r, m: [x["ops"]["scores"]["level_bound"] for x in r["sweep"]] == ["compute"] * 2 + ["memory"] * 2
+     and [x["ops"]["av"]["level_bound"] for x in r["sweep"]] == ["compute"] * 3 + ["memory"]),
+    (LABR, "scores and av memory-bound there too",
+     lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["from_intensity_formula"]["asymptotic_intensity"]),
+    (LABR, "here it is just above", lambda r, m: 0.1 < SM(r)["ratio_to_memory_ceiling"] < 0.13),
+    # findings
+    (LABR, "At T = 128 no op gains more than a percent",
+     lambda r, m: min(window(r, 128)["threads_over_one"][k] for k in OPS) >= 0.99),
+    (LABR, "splitting it over two cores gains nothing here",
+     lambda r, m: window(r, 512)["threads_over_one"]["scores"] >= 1.0),
+    (LABR, "Why scores costs nearly three times av",
+     lambda r, m: 2.5 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] < 3.0),
+    (LABR, "scores sits lower than av at the same intensity",
+     lambda r, m: op(r, 512, "scores")["gflops"] < op(r, 512, "av")["gflops"]
+     and op(r, 512, "scores")["intensity"] == op(r, 512, "av")["intensity"]),
+    (LABR, "At T = 64 and 128 the default heap barely faults",
+     lambda r, m: all(row(r, T, "sweep_default_heap")["page_faults_per_forward"] < 1 for T in (64, 128))),
+    (LABR, "it is the *largest* at every T",
      lambda r, m: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}),
-    ("experiments/15-attention-perf/README.md", "At T = 64 the default heap barely faults",
-     lambda r, m: row(r, 64, "sweep_default_heap")["page_faults_per_forward"] < 1),
-    ("experiments/15-attention-perf/README.md", "so the run classes scores and av \"near the ridge\" there, and memory-bound at T = 64",
-     lambda r, m: [x["ops"]["scores"]["bound"] for x in r["sweep"]] == ["memory"] + ["ridge"] * 3),
-    ("experiments/15-attention-perf/README.md", "lost in the noise",
-     lambda r, m: all(x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]
-                      for x in r["sweep"] if x["T"] >= 128)),
-    ("experiments/15-attention-perf/README.md", "an order of magnitude left of",
-     lambda r, m: 5 <= r["ceilings"]["ridge"] / 0.625 < 50),
-    ("experiments/15-attention-perf/README.md", "and at T = 128 nothing",
-     lambda r, m: window(r, 128)["threads_over_one"] >= 1.0),
+    (LABR, "The softmax runs on one thread whatever BLAS is given",
+     lambda r, m: 0.95 <= window(r, 512)["threads_over_one"]["softmax"] <= 1.05),
+    (LABR, "there is no plateau: both sizes fit this host's",
+     lambda r, m: not LV(r, "DRAM")["plateau"] and not LV(r, "DRAM")["past_llc"]),
+    (LABR, "β is the larger copy's", lambda r, m: C(r)["beta_peak_GBps"] == LV(r, "DRAM")["GBps"]
+     and LV(r, "DRAM")["bytes"] == 2 * LV(r, "DRAM")["check_bytes"]),
+    (LABR, "β is not DRAM's here: the 256 MiB copy fits the host's",
+     lambda r, m: not LV(r, "DRAM")["past_llc"]),
+    (LABR, "Every working set of the sweep fits this machine's",
+     lambda r, m: max(x["ops"][k]["working_set_bytes"] for x in r["sweep"] for k in OPS)
+     < int(r["hardware"]["caches"]["L3"]["size"][:-1]) << 10),
+    (LABR, "the clock and the governor could not be read",
+     lambda r, m: set(r["conditions"]["unknown"]) == {"clock_drop", "governor_or_turbo_changed"}),
+    (LABR, "workers' threads were preempted",
+     lambda r, m: CHK(r, "preemptions_per_s") is not None),
+    (LABR, "all called themselves quiet",
+     lambda r, m: len(RERUNS) == 12 and all(x["conditions_verdict"] == "quiet" for x in RERUNS)
+     and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)),
     ("PHASE_15_REPORT.md", "while holding a few percent of the FLOPs",
      lambda r, m: all(x["ops"]["softmax"]["flop_share"] < 0.1 for x in r["sweep"])),
     ("PHASE_15_REPORT.md", "It is the largest op at every T",
      lambda r, m: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}),
+    ("PHASE_15_REPORT.md", "five times the lab's count, on one thread",
+     lambda r, m: 4.5 <= AN(r)["softmax_bytes_all_steps"] / AN(r)["softmax_bytes_lab_model"] < 5.5),
+    ("PHASE_15_REPORT.md", "numpy's AVX-512 `exp` is no slower than the rest",
+     lambda r, m: AN(r)["softmax"]["exp"]["GBps"] >= min(OTHER_PASSES(r)) and "AVX512_SPR" in r["hardware"]["numpy_dispatch_used"]),
+    ("PHASE_15_REPORT.md", "a product only 16 deep gains nothing from a second core, one T deep does",
+     lambda r, m: window(r, 512)["threads_over_one"]["scores"] >= 1.0 > 0.8 > window(r, 512)["threads_over_one"]["av"]),
+    ("PHASE_15_REPORT.md", "Scores and av are memory-bound at every T",
+     lambda r, m: ALL_T_BOUND(r, ("scores", "av"), "memory")),
+    ("README.md", "The softmax, scores and av at every T",
+     lambda r, m: ALL_T_BOUND(r, ("softmax", "scores", "av"), "memory")),
+    ("README.md", "six passes move five times the lab's bytes, on one thread",
+     lambda r, m: 4.5 <= AN(r)["softmax_bytes_all_steps"] / AN(r)["softmax_bytes_lab_model"] < 5.5),
+    ("README.md", "av gains, scores does not",
+     lambda r, m: window(r, 512)["threads_over_one"]["av"] < 0.8 and window(r, 512)["threads_over_one"]["scores"] >= 1.0),
     ("README.md", "The softmax is the largest op at every T",
      lambda r, m: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}),
-    ("README.md", "help little or not at all",
-     lambda r, m: all(w["threads_over_one"] >= 0.7 for w in r["analysis"]["threading_windows"])),
-    ("learners/borja/phase-15/reflections.md", "it turned out to be most of the forward at every length",
+    (SOL, "numpy's AVX-512 `exp` was no slower than the other passes",
+     lambda r, m: AN(r)["softmax"]["exp"]["GBps"] >= min(OTHER_PASSES(r))),
+    (SOL, "expect scores and av memory-bound at every T there too",
+     lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["from_intensity_formula"]["asymptotic_intensity"]),
+    (SOL, "A product only d_k = 16 deep (scores) may gain nothing",
+     lambda r, m: window(r, 512)["threads_over_one"]["scores"] >= 1.0 and window(r, 512)["threads_over_one"]["av"] < 0.8),
+    (REFL, "it turned out to be most of the forward at every length",
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
-    ("learners/borja/phase-15/reflections.md", "the `exp`, was most of it",
-     lambda r, m: r["analysis"]["anatomy"]["softmax"]["exp"]["share"] > 0.5),
-    ("learners/borja/phase-15/reflections.md", "running slower than my machine can copy memory",
-     lambda r, m: r["analysis"]["anatomy"]["softmax"]["exp"]["GBps"]
-     < r["ceilings"]["levels"]["DRAM"]["GBps_1thread"]),
-    ("learners/borja/phase-15/reflections.md", "a small fraction of the memory traffic",
-     lambda r, m: r["analysis"]["phase_27_preview"]["bytes_reduction"] >= 10),
-    ("learners/borja/phase-15/reflections.md", "forward looked almost three times as slow as it is",
-     lambda r, m: 2.5 <= FWD(r, 512, "sweep_default_heap") / FWD(r, 512) < 3.0),
-    ("learners/borja/phase-15/reflections.md", "Why scores costs twice what av costs at the longest length",
-     lambda r, m: 1.8 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] <= 2.3),
+    (REFL, "no single step was to blame",
+     lambda r, m: max(s["share"] for s in AN(r)["softmax"].values()) < 0.25),
+    (REFL, "`exp` was as fast as the others",
+     lambda r, m: min(OTHER_PASSES(r)) <= AN(r)["softmax"]["exp"]["GBps"] <= max(OTHER_PASSES(r))),
+    (REFL, "how many times naive numpy walks the big matrix, on one core",
+     lambda r, m: 0.95 <= window(r, 512)["threads_over_one"]["softmax"] <= 1.05),
+    (REFL, "a small fraction of the memory traffic",
+     lambda r, m: P27(r)["bytes_reduction"] >= 10),
+    (REFL, "they are compute-bound at the shorter lengths",
+     lambda r, m: all(op(r, 64, k)["level_bound"] == "compute" for k in ("scores", "av"))
+     and ALL_T_BOUND(r, ("scores", "av"), "memory")),
+    (REFL, "a second core made one matmul faster and the other not at all",
+     lambda r, m: window(r, 512)["threads_over_one"]["av"] < 0.8 and window(r, 512)["threads_over_one"]["scores"] >= 1.0),
+    (REFL, "the longest forward looked half as slow again as it is",
+     lambda r, m: 1.4 <= FWD(r, 512, "sweep_default_heap") / FWD(r, 512) < 1.7),
+    (REFL, "no threshold at any length",
+     lambda r, m: THR(r)["from_intensity_formula"]["T_threshold"] is None and THR(r)["from_intensity_formula"]["at_ridge_low"] is None),
 ]

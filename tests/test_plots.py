@@ -164,3 +164,27 @@ def test_replot_bad_input_one_line_exit_2(tmp_path):
         assert proc.returncode == 2, name
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
         assert (d / "perf.png").read_bytes() == b"earlier"
+
+
+def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
+    """What a picture says of its marks is true of the run: the bars' samples and processes, the
+    hatched bars' own (one default-heap process), the rings', and that the fused star writes
+    neither S nor A."""
+    cfg, dflt = res["config"], res["sweep_default_heap"][0]
+    said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
+    samples = (f"the 25th percentile of {cfg['samples_per_T']} samples per T (each >= "
+               f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
+               "processes")
+    bars = perf.plot_perf(res)
+    assert f"bars: time_s, {samples}" in said(bars)
+    assert (f"hatched: 25th percentile of {dflt['samples']} samples per T from {dflt['workers']} "
+            "default-heap process") in said(bars)
+    rings = perf.plot_roofline(res)
+    assert f"rings: time_s, {samples}" in said(rings)
+    c = res["ceilings"]
+    assert (f"roofs: the 75th percentile of {c['beta_repeats']} repeats of the copy and "
+            f"{c['pi_repeats']} of the matmul (each >= {cfg['min_time_s'] * 1e3:g} ms)") in said(rings)
+    legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
+    assert "S and A never written" in legend
+    plt.close(bars)
+    plt.close(rings)
