@@ -14,10 +14,10 @@ WHOLE = ("scores/whole", "softmax/whole")
 
 def levels(beta):
     return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
-                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_overhead_bound": False,
+                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_overhead_bound": False, "threads": 1,
                    "same_roof_as_DRAM": False},
             "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
-                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_overhead_bound": False,
+                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_overhead_bound": False, "threads": "all",
                    "same_roof_as_DRAM": False},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
                      "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
@@ -63,6 +63,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
+           "cache_repeats": 10,
            "blas_threads": 2}
     anatomy = [{**{s: {"seconds": 1e-4, "bytes": 1 << 22, "batch_s": 0.05} for s in STEPS},
                 **{s: {"seconds": 4e-4, "bytes": None, "batch_s": 0.05} for s in WHOLE}}

@@ -176,15 +176,20 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
                f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
                "processes")
     bars = perf.plot_perf(res)
-    assert f"bars: time_s, {samples}" in said(bars)
+    assert f"bars: each op's time_s, {samples}" in said(bars)
     assert (f"hatched: 25th percentile of {dflt['samples']} samples per T from {dflt['workers']} "
             "default-heap process") in said(bars)
     rings = perf.plot_roofline(res)
-    assert f"rings: time_s, {samples}" in said(rings)
+    assert f"rings: each op's time_s, {samples}" in said(rings)
     c = res["ceilings"]
-    assert (f"roofs: the 75th percentile of {c['beta_repeats']} repeats of the copy and "
-            f"{c['pi_repeats']} of the matmul (each >= {cfg['min_time_s'] * 1e3:g} ms)") in said(rings)
+    assert (f"roofs: beta and pi the 75th percentile of {c['beta_repeats']} and {c['pi_repeats']} "
+            f"repeats, each >= {cfg['min_time_s'] * 1e3:g} ms; a cache level's of "
+            f"{cfg['cache_repeats']}") in said(rings)
     legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
     assert "S and A never written" in legend
+    for name, lv in c["levels"].items():  # a cache roof says whose copy it is, and its size
+        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_overhead_bound"]):
+            who = "all CPUs" if lv["threads"] == "all" else "one core"
+            assert f"{name} roof, {who}: {lv['GBps']:.0f} GB/s (" in legend and "working set)" in legend
     plt.close(bars)
     plt.close(rings)

@@ -483,11 +483,10 @@ def overhead_ratio(x, mha, mask, n, r):
 
 
 def take_samples(task, mha):
-    """A worker's share of the sweep: `rounds` rounds (by default 20: 100 samples per T over
-    five warm workers), each one sample of every T in an order that rotates, so a slow episode
-    lands on every T alike (the default-heap worker takes each T in turn). A warm-up forward
-    first; after each sample its overhead pair and, in the one-thread rounds, the same sample on
-    one BLAS thread. gc off: it would be timed as an op."""
+    """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
+    rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
+    in turn), after a warm-up forward. After each sample: its overhead pair and, in the
+    one-thread rounds, the same sample on one BLAS thread. gc off: it would be timed as an op."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "overhead": [], "one_thread": [], "faults": 0} for T in Ts}
@@ -701,18 +700,20 @@ def spawn_one(task, in_process, timeout):
 def make_plan(args, hardware, threads_ran):
     """Everything the workers will do, fixed before the first starts, and the seconds it takes."""
     prof = PROFILES["quick" if args.quick else "default"]
-    rounds = math.ceil(args.samples / args.workers)
+    samples = args.samples or prof["samples"]  # per T, over all the warm workers
+    workers = min(args.workers or prof["workers"], samples)
+    rounds = math.ceil(samples / workers)  # each warm worker's: one sample of every T a round
     one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
         if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
             "copy_threads": hardware["logical_cpus"],
-            "reps": math.ceil(prof["ceiling_repeats"] / args.workers),
-            "cache_reps": math.ceil(prof["cache_repeats"] / args.workers),
+            "reps": math.ceil(prof["ceiling_repeats"] / workers),
+            "cache_reps": math.ceil(prof["cache_repeats"] / workers),
             "matmul_n": prof["matmul_n"]}
     batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
         spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
-    return {"workers": args.workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_samples": min(prof["default_heap_samples"], args.samples),
+    return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
+            "default_heap_samples": min(prof["default_heap_samples"], samples),
             "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceiling_spec": spec,
             "worker_s": args.min_time * batches + 0.5}
 
@@ -756,10 +757,8 @@ def quantile_interval(values, q):
 
 
 def summarize(samples, workers):
-    """One op at one T. time_s is the 25th percentile of all samples: interference only adds
-    time, in episodes of seconds; the median moves with how much of the run they cover, the 25th
-    percentile not until three quarters of the samples are slow, and it is not one lucky sample
-    like the minimum. Beside it, the spread of the workers' own."""
+    """One op at one T. time_s: the 25th percentile of the samples. Interference only adds time, in
+    episodes; the 25th percentile moves only once three quarters of the samples are slow."""
     a = np.asarray(samples, dtype=np.float64)
     p25, med, p75 = np.percentile(a, [25, 50, 75])
     p25s = [float(np.percentile(w, 25)) for w in workers if len(w)]
@@ -771,10 +770,8 @@ def summarize(samples, workers):
 
 
 def pool_T(T, parts, min_time):
-    """One row of the sweep from `parts`, the warm workers' records of one T (run_lab gives the
-    default-heap worker's its own row): per op summarize's statistics of all their samples; per
-    T the proof that each sample lasted min_time, what the timers cost and miss, and the page
-    faults."""
+    """One T's row from `parts`, its workers' records: per op summarize's statistics of all their
+    samples; the proof that each lasted min_time, what the timers cost and miss, the faults."""
     samples = [s for p in parts for s in p["samples"]]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
@@ -1224,9 +1221,9 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: time_s, the 25th percentile of {cfg['samples_per_T']} samples per T (each "
-             f">= {cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
-             f"processes; {protocol}", f"run conditions: {cond['verdict']}" + "".join(
+             f"{marks}: each op's time_s, the 25th percentile of {cfg['samples_per_T']} samples "
+             f"per T (each >= {cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} "
+             f"warm worker processes; {protocol}", f"run conditions: {cond['verdict']}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
@@ -1260,7 +1257,8 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
         if dflt[i]:
             faults = dflt[i]["page_faults_per_forward"]
             labels.append(ax.annotate(
-                f"{heights[i]:.3f} ms" + ("" if faults is None else f"\n{faults:.0f} faults")
+                f"{heights[i]:.3f} ms" + ("" if faults is None else
+                                          f"\n{faults:.{2 * (faults < 1)}f} faults")
                 + (" (off scale)" if heights[i] > top / 1.12 else ""),
                 (x[i] + 0.36, min(heights[i], top / 1.12)), fontsize=fontsize - 1.5, color="0.3",
                 **above))
@@ -1299,7 +1297,7 @@ def plot_perf(res):
                                  fontsize=7 if v >= 7 else 6, color="white" if alpha == 1 else "0")
             bottom += s
     ax2.set_xticks(range(len(rows)), [f"T={r['T']}\ntime | FLOPs" for r in rows], fontsize=8.5)
-    ax2.set(ylabel="share of the forward (%)", ylim=(0, 100))
+    ax2.set(ylabel="share (%)", ylim=(0, 100))
     ax2.set_title("Share per op: of the time (solid), of the FLOPs (faded)", fontsize=11)
     fig.suptitle(f"Naive numpy multi-head attention, d_model={cfg['d_model']}, "
                  f"{cfg['n_heads']} heads, d_k={cfg['d_head']}", fontsize=12)
@@ -1338,12 +1336,12 @@ def draw_roofs(ax, res, xs):
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
-                                                     else "capped to fit memory"))
-    src = {"measured": f"{dram['bytes'] >> 20} MiB copy", "phase1": "Phase 1",
+                                                     else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
+    src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
            "cli": "--roofline"}[c["source"]]
     mm = "" if c["source"] != "measured" else f" ({c['matmul']['n']}x{c['matmul']['n']} matmul: +)"
     handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
-                      label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.0f} GFLOPS{mm}"
+                      label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.1f} GFLOPS{mm}"
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
@@ -1355,8 +1353,9 @@ def draw_roofs(ax, res, xs):
     for name, lv in c["levels"].items():
         if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_overhead_bound"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
+            who = "all CPUs" if lv["threads"] == "all" else "one core"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
-                styles), label=f"{name} roof: {lv['GBps']:.0f} GB/s ({size} copied)")
+                styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
         f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {CONFIDENCE:.0%} intervals,\n  "
@@ -1400,7 +1399,8 @@ def plot_roofline(res):
     points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
     entries = points + [
         (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"scores + softmax + av at T={pv['T']}, measured: I = {m['intensity']:.2f}")] + roofs + [
+         f"scores + softmax + av at T={pv['T']}, measured (the lab's bytes): I = "
+         f"{m['intensity']:.2f}")] + roofs + [
         (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
          f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
@@ -1418,9 +1418,9 @@ def plot_roofline(res):
     ax.grid(True, which="major", color="0.92")
     cfg = res["config"]
     low = footer(fig, res, "rings", "roofs: " + (
-        f"the 75th percentile of {c['beta_repeats']} repeats of the copy and {c['pi_repeats']} of "
-        f"the matmul (each >= {cfg['min_time_s'] * 1e3:g} ms)" if c["source"] == "measured"
-        else c["depends_on"]))
+        f"beta and pi the 75th percentile of {c['beta_repeats']} and {c['pi_repeats']} repeats, "
+        f"each >= {cfg['min_time_s'] * 1e3:g} ms; a cache level's of {cfg['cache_repeats']}"
+        if c["source"] == "measured" else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
 
@@ -1685,8 +1685,6 @@ def parse_args(argv):
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
     prof = PROFILES["quick" if args.quick else "default"]
     args.min_time = args.min_time or prof["min_time"]
-    args.samples = args.samples or prof["samples"]
-    args.workers = min(args.workers or prof["workers"], args.samples)
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
     return args
