@@ -8,9 +8,10 @@ redraws the pictures, --compare A B sets run B beside run A. The code measured i
 purpose (tuning it is Phase 27's); the measurement is not.
 
 The file reads top to bottom as the data flows; run_lab, near the end, conducts a run. Where to
-look: each op's timer, attention_forward_timed; one sample, sample_forwards; time_s, summarize;
-beta, pi and the ridge, rate_estimate and choose_ceilings; quiet or disturbed, judge_run;
---compare's same or slower, compare_rows.
+look: each op's timer, attention_forward_timed; time_s, the sweep's section, in order: the
+protocol, sample_forwards, take_samples, summarize, pool_T and pool_sweep; beta, pi and the
+ridge, the ceilings' section, from rate_estimate to choose_ceilings; quiet or disturbed,
+judge_run; --compare's same or slower, compare_rows.
 """
 
 import argparse
@@ -58,8 +59,10 @@ LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates, as time_s of the times
+TIME_QUANTILE = 0.25      # time_s: the fast side of an op's samples (interference only adds time)
+CEILING_QUANTILE = 1 - TIME_QUANTILE  # a ceiling: the same fast side of its repeats' rates
 CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
+OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 
 # Thresholds of the analysis, the verdict and --compare.
 SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
@@ -182,6 +185,18 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     return (times, out) if return_output else times
 
 
+def overhead_ratio(x, mha, mask, n, r):
+    """What the six timers cost: m timed over m untimed forwards (m a small share of the
+    sample's n), back to back in an order that alternates with the round r."""
+    m, clock, secs = max(1, int(n * OVERHEAD_SHARE)), time.perf_counter_ns, {}
+    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
+        t0 = clock()
+        for _ in range(m):
+            f(x, mha, mask)
+        secs[f] = clock() - t0
+    return secs[attention_forward_timed] / secs[attention_forward]
+
+
 # ----------------------------------------------------------------------------------------------
 # What each op costs (Block D's formulas), in the lab's notation, beside the model.
 
@@ -288,10 +303,9 @@ def cpufreq_state():
 def preemptions():
     """Involuntary context switches of all this process's threads so far, BLAS threads included
     (psutil counts the main thread's only), or None off Linux, which does not count them."""
-    if platform.system() != "Linux":
-        return None
-    return sum(int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
-               for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
+    return None if platform.system() != "Linux" else sum(
+        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
+        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
 
 
 def page_faults():
@@ -304,10 +318,8 @@ def page_faults():
 
 def peak_rss_MiB():
     """This process's peak resident memory, or None where resource is missing (Windows)."""
-    if resource is None:
-        return None
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**20 if platform.system() == "Darwin" else rss / 2**10  # bytes vs KiB
+    rss = resource and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss and (rss / 2**20 if platform.system() == "Darwin" else rss / 2**10)  # bytes, KiB
 
 
 def glibc_malloc():
@@ -338,7 +350,7 @@ def machine_facts():
         ("caches", not caches, "no /sys cache description on this OS"),
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
          "container, or not Linux): the governor cannot be read or set here"),
-        ("clock", current_MHz() is None, "no cpufreq scaling_cur_freq: its fall is not judged"),
+        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: its fall is not judged"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
@@ -415,9 +427,20 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# One worker (Block B): a fresh process, this script run as `perf.py --worker`, that takes its
-# share of the samples, then times the anatomies and its repeats of the ceilings. It only
-# measures; the parent only spawns.
+# The sweep (Block B): what a sample is, the samples a worker takes, how the parent pools all the
+# warm workers' samples of one T into each op's time_s; first, the intervals every estimate carries.
+
+def quantile_interval(values, q):
+    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
+    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
+    the quantile); too few values: the full range. (low, high, coverage)."""
+    x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
+    p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
+    ranks = [(u - l, -math.fsum(p[l:u]), l, u) for l in range(1, n) for u in range(l + 1, n + 1)]
+    _, cover, l, u = min([c for c in ranks if -c[1] >= CONFIDENCE]
+                         or [(0, -math.fsum(p[1:n]), 1, n)])
+    return float(x[l - 1]), float(x[u - 1]), -cover
+
 
 def keep_heap():
     """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
@@ -446,14 +469,12 @@ PROFILES = {
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
-OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
 
 
 def run_for(fn, min_time, clock=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
     applied to every batch: none lasts less than min_time, whatever the machine does."""
-    limit, n = min_time * 1e9, 0
-    t0 = clock()
+    limit, n, t0 = min_time * 1e9, 0, clock()
     while True:
         fn()
         n += 1
@@ -463,23 +484,10 @@ def run_for(fn, min_time, clock=time.perf_counter_ns):
 
 def sample_forwards(x, mha, mask, min_time):
     """One sample: n timed forwards back to back until min_time has passed; per op its summed
-    time / n, beside the batch's wall time / n (which sees what the timers miss)."""
+    time / n, beside n and the batch's wall time (which sees what the timers miss)."""
     times = []
     n, batch = run_for(lambda: times.append(attention_forward_timed(x, mha, mask)), min_time)
-    return {**{k: math.fsum(t[k] for t in times) / n for k in KEYS}, "wall": batch / n, "n": n,
-            "batch_s": batch}
-
-
-def overhead_ratio(x, mha, mask, n, r):
-    """What the six timers cost: m timed over m untimed forwards (m a small share of the
-    sample's n), back to back in an order that alternates with the round r."""
-    m, clock, secs = max(1, int(n * OVERHEAD_SHARE)), time.perf_counter_ns, {}
-    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
-        t0 = clock()
-        for _ in range(m):
-            f(x, mha, mask)
-        secs[f] = clock() - t0
-    return secs[attention_forward_timed] / secs[attention_forward]
+    return {**{k: math.fsum(t[k] for t in times) / n for k in KEYS}, "n": n, "batch_s": batch}
 
 
 def take_samples(task, mha):
@@ -513,10 +521,70 @@ def take_samples(task, mha):
                 MHz.append(mhz)
     finally:
         gc.enable()
-    return {"samples": {str(T): rec for T, rec in out.items()}, "started": started,
+    return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
             "sampling_s": time.perf_counter() - t0, "MHz": MHz,
             "preempted": None if switches is None else preemptions() - switches}
 
+
+def summarize(times, by_worker):
+    """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
+    interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
+    a = np.asarray(times, dtype=np.float64)
+    fast, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
+    fasts = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
+    spread = max(fasts) / min(fasts)
+    return {"time_s": float(fast), "mean_s": float(a.mean()),
+            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
+            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": fasts,
+            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
+
+
+def pool_T(T, parts, min_time):
+    """One T's row from `parts`, its workers' records: per op summarize's statistics of all their
+    samples; the proof that each lasted min_time, what the timers cost and miss, the faults."""
+    samples = [s for p in parts for s in p["samples"]]
+    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
+    faults = [p["faults"] for p in parts]
+    row = {"T": T, "samples": len(samples), "workers": len(parts),
+           "ops": {k: summarize([s[k] for s in samples], [[s[k] for s in p["samples"]]
+                                                          for p in parts]) for k in KEYS},
+           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
+           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
+           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
+           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
+                                              for s in samples])),
+           "page_faults_per_forward": None if None in faults else
+           sum(faults) / sum(s["n"] for s in samples)}
+    if ratios := [v for p in parts for v in p["overhead"]]:
+        lo, hi, _ = quantile_interval(ratios, 0.5)
+        row.update(overhead_pairs=len(ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
+                   instrumentation_overhead=float(np.median(ratios) - 1))
+    return row
+
+
+def pool_sweep(Ts, warm, dflt, min_time):
+    """A row per T from the warm workers' samples ("sweep"), and the default heap's apart."""
+    parts = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731
+    return {"sweep": [pool_T(T, parts(T, warm), min_time) for T in Ts],
+            "sweep_default_heap": [pool_T(T, parts(T, [dflt]), min_time) for T in Ts]}
+
+
+def threading_windows(Ts, warm):
+    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
+    (the same time window): per op, the median of all threads' time over one's, each side's."""
+    out = []
+    for T in Ts:
+        windows = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
+                   for o in p["one_thread"]]
+        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in windows])) for k in KEYS}
+        if windows:
+            out.append({"T": T, "windows": len(windows), "threads_over_one": at(lambda a, o: a / o),
+                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The anatomy (for Block E's second answer): scores and softmax pass by pass at anatomy_T.
 
 def anatomy_steps(x, mha, mask):
     """scores and softmax taken apart into naive numpy's passes over the (h, T, T) data, and
@@ -560,6 +628,11 @@ def time_anatomy(task, mha):
         out[name] = {"seconds": seconds / n, "bytes": nbytes, "batch_s": seconds}
     return out
 
+
+# ----------------------------------------------------------------------------------------------
+# The ceilings (Block D): each level's copy and pi, timed by Phase 1's method in each warm worker
+# after its anatomy and estimated on the fast side like the ops; or Phase 1's manifest (or
+# --roofline) when given. Then the ridge and its interval.
 
 def copy_rates(src, dst, threads, reps, min_time):
     """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
@@ -625,6 +698,89 @@ def time_ceilings(spec, min_time):
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
+
+
+
+def rate_estimate(rates):
+    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
+    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
+    lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
+    return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
+            "coverage": cover, "repeats": len(rates),
+            "repeats_range": [float(min(rates)), float(max(rates))]}
+
+
+def copy_estimate(runs):
+    """One level's copy, on one thread and, where measured, on all: each estimated over all its
+    repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
+    one = rate_estimate(sum((r["1"] for r in runs), []))
+    alls = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
+    best = alls if alls and alls["value"] > one["value"] else one
+    return {"GBps": best["value"], "GBps_interval": best["interval"],
+            "interval_coverage": best["coverage"], "repeats": best["repeats"],
+            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is alls else 1,
+            "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
+
+
+def combine_ceilings(per_worker, spec):
+    """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
+    within PLATEAU), numpy's call overhead, no roof of their own. Beta: the larger DRAM copy's."""
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in per_worker])}
+              for name, lv in spec["levels"].items()}
+    dram = levels["DRAM"]
+    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))["value"]
+    same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    for name, lv in levels.items():
+        if name != "DRAM":
+            others = [v["GBps"] for n, v in levels.items() if n != name]
+            lv["call_overhead_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
+            lv["same_roof_as_DRAM"] = not lv["call_overhead_bound"] and \
+                lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
+    pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
+    n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
+    return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
+            "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+            "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
+            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
+            "copy_threads": spec["copy_threads"], "levels": levels,
+            "matmul": {"n": n, "intensity": n / 6}}
+
+
+def read_ceilings(path):
+    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
+    results_summary), else a UsageError, before measuring."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+def choose_ceilings(given, measured):
+    """Phase 1's beta and pi when given (no interval known), else the measured; the ridge pi /
+    beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
+    c = dict(measured) if given is None else {
+        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
+        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
+    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
+    c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
+    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
+    return c
+
+
+# ----------------------------------------------------------------------------------------------
+# One worker (Block B): a fresh process (`perf.py --worker`) runs its task: its samples, then
+# the anatomy and its ceiling repeats. It only measures; the parent only spawns.
 
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit", "heap",
              "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceiling_spec")
@@ -697,201 +853,48 @@ def spawn_one(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
-def make_plan(args, hardware, threads_ran):
-    """Everything the workers will do, fixed before the first starts, and the seconds it takes."""
+def make_plan(args, hardware, threads):
+    """Everything the workers will do, fixed before the first starts: each one's task (the
+    default-heap worker's first), and the seconds a warm worker takes."""
     prof = PROFILES["quick" if args.quick else "default"]
-    samples = args.samples or prof["samples"]  # per T, over all the warm workers
-    workers = min(args.workers or prof["workers"], samples)
-    rounds = math.ceil(samples / workers)  # each warm worker's: one sample of every T a round
+    per_T = args.samples or prof["samples"]  # samples per T, over all the warm workers
+    workers = min(args.workers or prof["workers"], per_T)
+    rounds = math.ceil(per_T / workers)  # each warm worker's: one sample of every T a round
     one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
-        if threads_ran and threads_ran > 1 else []  # one thread cannot cooperate with itself
-    spec = {"levels": copy_levels(hardware, prof["dram_bytes"]),
-            "copy_threads": hardware["logical_cpus"],
-            "reps": math.ceil(prof["ceiling_repeats"] / workers),
+        if (threads["blas_threads"] or 1) > 1 else []  # one thread cannot cooperate with itself
+    spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
+            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / workers),
             "cache_reps": math.ceil(prof["cache_repeats"] / workers),
             "matmul_n": prof["matmul_n"]}
     batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
         spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
+    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
+            "min_time": args.min_time, "threads_limit": threads["limit"]}
+    dflt = {**base, "label": "default-heap", "heap": "default", "interleave": False, "overhead":
+            False, "rounds": min(prof["default_heap_samples"], per_T), "one_thread_rounds": [],
+            "anatomy_T": None, "ceiling_spec": None}
+    warm = {**base, "heap": "warm", "interleave": True, "overhead": True, "rounds": rounds,
+            "one_thread_rounds": one_thread, "ceiling_spec": spec,
+            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T)}
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_samples": min(prof["default_heap_samples"], samples),
-            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T), "ceiling_spec": spec,
-            "worker_s": args.min_time * batches + 0.5}
+            "default_heap_samples": dflt["rounds"], "anatomy_T": warm["anatomy_T"],
+            "ceiling_spec": spec, "worker_s": args.min_time * batches + 0.5,
+            "tasks": [dflt] + [{**warm, "label": f"{i + 1}/{workers}"} for i in range(workers)]}
 
 
-def spawn_all(plan, base, in_process):
-    """The default-heap worker first (a process that has freed nothing large: glibc raises its
-    mmap threshold after a large free, then stops faulting), then the warm workers."""
-    start, timeout, k = time.perf_counter(), 60 + 20 * plan["worker_s"], plan["workers"]
+def spawn_all(plan, in_process):
+    """Each task in its own fresh worker, one after another: the default-heap worker first (a
+    process that has freed nothing large: glibc raises its mmap threshold after a large free,
+    then stops faulting), then the warm workers. Returns (default-heap result, warm results)."""
+    start, timeout, done = time.perf_counter(), 60 + 20 * plan["worker_s"], []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
-    dflt = spawn_one({**base, "label": "default-heap", "heap": "default", "interleave": False,
-                         "rounds": plan["default_heap_samples"], "overhead": False,
-                         "one_thread_rounds": [], "anatomy_T": None, "ceiling_spec": None},
-                        in_process, timeout)
-    say(f"default heap: done, {plan['default_heap_samples']} samples per T")
-    warm, t0 = [], time.perf_counter()
-    for i in range(k):
-        say(f"worker {i + 1}/{k} started: {plan['rounds']} rounds over T={base['T_sweep']}")
-        warm.append(spawn_one({**base, "label": f"{i + 1}/{k}", "heap": "warm",
-                                  "interleave": True, "rounds": plan["rounds"], "overhead": True,
-                                  "one_thread_rounds": plan["one_thread_rounds"], "anatomy_T":
-                                  plan["anatomy_T"], "ceiling_spec": plan["ceiling_spec"]},
-                                 in_process, timeout))
-        left = (time.perf_counter() - t0) / (i + 1) * (k - i - 1)
-        say(f"worker {i + 1}/{k} done" + f"  (~{left:.0f} s left)" * (i + 1 < k))
-    return dflt, warm
-
-
-# ----------------------------------------------------------------------------------------------
-# Pooling (Block B): the workers' samples of one T become one row of the sweep; time_s is made here.
-
-def quantile_interval(values, q):
-    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
-    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
-    the quantile); too few values: the full range. (low, high, coverage)."""
-    x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
-    p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
-    pairs = [(u - l, -math.fsum(p[l:u]), l, u) for l in range(1, n) for u in range(l + 1, n + 1)]
-    _, cover, l, u = min([c for c in pairs if -c[1] >= CONFIDENCE]
-                         or [(0, -math.fsum(p[1:n]), 1, n)])
-    return float(x[l - 1]), float(x[u - 1]), -cover
-
-
-def summarize(samples, workers):
-    """One op at one T. time_s: the 25th percentile of the samples. Interference only adds time, in
-    episodes; the 25th percentile moves only once three quarters of the samples are slow."""
-    a = np.asarray(samples, dtype=np.float64)
-    p25, med, p75 = np.percentile(a, [25, 50, 75])
-    p25s = [float(np.percentile(w, 25)) for w in workers if len(w)]
-    spread = max(p25s) / min(p25s)
-    return {"time_s": float(p25), "mean_s": float(a.mean()),
-            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
-            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": p25s,
-            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
-
-
-def pool_T(T, parts, min_time):
-    """One T's row from `parts`, its workers' records: per op summarize's statistics of all their
-    samples; the proof that each lasted min_time, what the timers cost and miss, the faults."""
-    samples = [s for p in parts for s in p["samples"]]
-    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
-    faults = [p["faults"] for p in parts]
-    row = {"T": T, "samples": len(samples), "workers": len(parts),
-           "ops": {k: summarize([s[k] for s in samples], [[s[k] for s in p["samples"]]
-                                                          for p in parts]) for k in KEYS},
-           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
-           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
-           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
-           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) / s["wall"]
-                                              for s in samples])),
-           "page_faults_per_forward": None if None in faults else
-           sum(faults) / sum(s["n"] for s in samples)}
-    if ratios := [v for p in parts for v in p["overhead"]]:
-        lo, hi, _ = quantile_interval(ratios, 0.5)
-        row.update(overhead_pairs=len(ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
-                   instrumentation_overhead=float(np.median(ratios) - 1))
-    return row
-
-
-def threading_windows(T, parts):
-    """One T's one-thread samples against the all-thread sample just before each (the same time
-    window): per op, the median of all threads' time over one's, and each side's median."""
-    pairs = [(p["samples"][o["after"]], o) for p in parts for o in p["one_thread"]]
-    if not pairs:
-        return None
-    med = lambda f: {k: float(np.median([f(a, o, k) for a, o in pairs])) for k in KEYS}  # noqa
-    return {"T": T, "windows": len(pairs), "threads_over_one": med(lambda a, o, k: a[k] / o[k]),
-            "all_threads_s": med(lambda a, o, k: a[k]), "one_thread_s": med(lambda a, o, k: o[k])}
-
-
-def pool_sweep(Ts, warm, dflt, min_time):
-    """results.json's "sweep", a row per T from the warm workers' samples; the default-heap
-    worker's rows apart ("sweep_default_heap"); and the warm workers' threading windows."""
-    parts = lambda T, workers: [w["samples"][str(T)] for w in workers]  # noqa: E731
-    return {"sweep": [pool_T(T, parts(T, warm), min_time) for T in Ts],
-            "sweep_default_heap": [pool_T(T, parts(T, [dflt]), min_time) for T in Ts],
-            "threading_windows": [w for T in Ts if (w := threading_windows(T, parts(T, warm)))]}
-
-
-# ----------------------------------------------------------------------------------------------
-# The ceilings (Block D): each level's copy and pi from the workers' repeats, by Phase 1's
-# method, estimated on the fast side like the ops; or Phase 1's manifest (or --roofline) when
-# given. Then the ridge and its interval.
-
-def rate_estimate(rates):
-    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
-    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
-    lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
-    return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
-            "coverage": cover, "repeats": len(rates),
-            "repeats_range": [float(min(rates)), float(max(rates))]}
-
-
-def copy_estimate(runs):
-    """One level's copy, on one thread and, where measured, on all: each estimated over all its
-    repeats, the faster estimate the level's (not the better of each pair: that favours noise)."""
-    one = rate_estimate(sum((r["1"] for r in runs), []))
-    alls = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
-    best = alls if alls and alls["value"] > one["value"] else one
-    return {"GBps": best["value"], "GBps_interval": best["interval"],
-            "interval_coverage": best["coverage"], "repeats": best["repeats"],
-            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is alls else 1,
-            "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
-
-
-def combine_ceilings(per_worker, spec):
-    """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
-    within PLATEAU), numpy's call overhead, no roof of their own. Beta: the larger DRAM copy's."""
-    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in per_worker])}
-              for name, lv in spec["levels"].items()}
-    dram = levels["DRAM"]
-    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))["value"]
-    same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
-    for name, lv in levels.items():
-        if name != "DRAM":
-            others = [v["GBps"] for n, v in levels.items() if n != name]
-            lv["call_overhead_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
-            lv["same_roof_as_DRAM"] = not lv["call_overhead_bound"] and \
-                lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
-    n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
-    return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-            "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-            "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
-            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
-            "copy_threads": spec["copy_threads"], "levels": levels,
-            "matmul": {"n": n, "intensity": n / 6}}
-
-
-def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
-    results_summary), else a UsageError, before measuring."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-def choose_ceilings(given, measured):
-    """Phase 1's beta and pi when given (no interval known), else the measured; the ridge pi /
-    beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
-    c = dict(measured) if given is None else {
-        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
-        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
-    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
-    c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
-    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
-    return c
+    for n, task in enumerate(plan["tasks"]):
+        say(f"worker {task['label']} started: {task['rounds']} rounds over T={task['T_sweep']}")
+        done.append(spawn_one(task, in_process, timeout))
+        t1 = t1 if n else time.perf_counter()  # the warm workers' pace gives the time left
+        left = (time.perf_counter() - t1) / max(1, n) * (len(plan["tasks"]) - n - 1)
+        say(f"worker {task['label']} done" + f"  (~{left:.0f} s left)" * (n > 0 and left > 0))
+    return done[0], done[1:]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1013,13 +1016,13 @@ def anatomy_summary(per_worker, row, n_heads):
             continue
         out[op][step] = {"median_s": secs, "bytes": nbytes, "GBps": nbytes / secs / 1e9,
                          "passes_over_T2": round(nbytes / (4 * n_heads * T * T), 2)}
-    for op, steps in (("scores", out["scores"]), ("softmax", out["softmax"])):
-        total = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in steps.values())
+    for op in ("scores", "softmax"):
+        total = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
         out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
-        for s in steps.values():
+        for s in out[op].values():
             s.update(share=s["median_s"] / total,
                      share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
-        out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in steps.values())
+        out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in out[op].values())
         out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
     return out
 
@@ -1221,9 +1224,10 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the 25th percentile of {cfg['samples_per_T']} samples "
-             f"per T (each >= {cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} "
-             f"warm worker processes; {protocol}", f"run conditions: {cond['verdict']}" + "".join(
+             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of "
+             f"{cfg['samples_per_T']} samples per T (each >= {cfg['min_time_s'] * 1e3:g} ms of "
+             f"forwards) from {cfg['workers']} warm worker processes; {protocol}",
+             f"run conditions: {cond['verdict']}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
@@ -1307,8 +1311,8 @@ def plot_perf(res):
     fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     dflt = res["sweep_default_heap"][0]
-    low = footer(fig, res, "bars", f"hatched: 25th percentile of {dflt['samples']} samples per T "
-                 f"from {dflt['workers']} default-heap process")
+    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of "
+                 f"{dflt['samples']} samples per T from {dflt['workers']} default-heap process")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -1416,10 +1420,10 @@ def plot_roofline(res):
            ylabel="GFLOPS (the lab's FLOPs / time_s)")
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
-    cfg = res["config"]
     low = footer(fig, res, "rings", "roofs: " + (
-        f"beta and pi the 75th percentile of {c['beta_repeats']} and {c['pi_repeats']} repeats, "
-        f"each >= {cfg['min_time_s'] * 1e3:g} ms; a cache level's of {cfg['cache_repeats']}"
+        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
+        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
+        f"level's of {res['config']['cache_repeats']}"
         if c["source"] == "measured" else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
@@ -1534,8 +1538,8 @@ def load_results(arg):
 
 def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves
-    [1/band, band], band the noisier run's spread of its workers' time_s (from five, second
-    highest over second lowest: one slow worker does not blind it), at least NOISE_FLOOR."""
+    [1/band, band], band the noisier run's trimmed range of its workers' time_s (of five, the
+    second highest over the second lowest: one slow worker does not blind it), >= NOISE_FLOOR."""
     ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
@@ -1730,19 +1734,17 @@ def run_lab(args, argv):
     """A run of the lab, step by step in the order the data flows; all files written at once."""
     started, hardware = time.perf_counter(), machine_facts()
     threads, blas = blas_threads(args.threads, hardware)
-    plan = make_plan(args, hardware, threads["blas_threads"])
+    plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan)
-    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["limit"]}
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
-    dflt, warm = spawn_all(plan, base, args.in_process)
+    dflt, warm = spawn_all(plan, args.in_process)
     load.append(machine_load({os.getpid()}))
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
                                 if os.name == "nt" and not args.in_process else 0)
     hardware["cpufreq_at_end"] = cpufreq_state()
     sweep = pool_sweep(args.T, warm, dflt, args.min_time)  # results.json's two sweeps
-    rows, windows = sweep["sweep"], sweep.pop("threading_windows")
+    rows, windows = sweep["sweep"], threading_windows(args.T, warm)
     ceilings = choose_ceilings(given, combine_ceilings([w["ceiling_repeats"] for w in warm],
                                                        plan["ceiling_spec"]))
     for r in rows + sweep["sweep_default_heap"]:
