@@ -8,7 +8,7 @@ import pytest
 EXP = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
 PERF = EXP / "perf.py"
 sys.path.insert(0, str(EXP))
-TINY = ["--quick", "--in-process", "--T", "64", "--repeats", "2", "--workers", "1"]
+TINY = ["--quick", "--in-process", "--T", "64", "--samples", "2", "--workers", "1"]
 
 
 def run_perf(*args, **kw):

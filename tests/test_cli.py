@@ -16,7 +16,7 @@ import synthetic
 from conftest import PERF, TINY, run_perf
 
 OPS = ["qkv_proj", "scores", "softmax", "av", "out_proj"]
-LONG = ["--min-time", "0.02", "--repeats", "10"]  # long enough to be interrupted mid-worker
+LONG = ["--min-time", "0.02", "--samples", "10"]  # long enough to be interrupted mid-worker
 
 
 def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
@@ -56,7 +56,7 @@ def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
     try:
         while sum(psutil.Process(hog.pid).cpu_times()[:2]) < 0.2:
             time.sleep(0.05)
-        proc = run_perf("--quick", "--T", "64", "128", "--repeats", "4", "--workers", "2",
+        proc = run_perf("--quick", "--T", "64", "128", "--samples", "4", "--workers", "2",
                         "--threads", str(psutil.cpu_count(logical=False)), "--out", str(tmp_path))
     finally:
         hog.kill()
@@ -88,7 +88,7 @@ def bad_inputs(tmp_path):
     no_keys.write_text('{"beta_peak_GBps": 10}')
     return [["--T", "0"], ["--T", "-64"], ["--T", "64.5"], ["--T"], ["--d-model", "x"],
             ["--n-heads", "5"], ["--n-heads", "0"], ["--min-time", "0"], ["--min-time", "nan"],
-            ["--min-time", "inf"], ["--repeats", "0"], ["--threads", "0"], ["--seed", "-1"],
+            ["--min-time", "inf"], ["--samples", "0"], ["--threads", "0"], ["--seed", "-1"],
             ["--workers", "0"], ["--bogus"], ["--roofline", str(tmp_path / "missing.json")],
             ["--roofline", str(bad_json)], ["--roofline", str(no_keys)],
             ["--out", str(not_dir / "sub")], ["--out", "/proc/perf-out"]]
@@ -121,7 +121,7 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
 
 def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
     asked = psutil.cpu_count() + 2  # OpenBLAS caps its threads at the CPUs
-    proc = run_perf(*TINY[:1], "--T", "64", "--repeats", "2", "--workers", "1",
+    proc = run_perf(*TINY[:1], "--T", "64", "--samples", "2", "--workers", "1",
                     "--out", str(tmp_path), env={**os.environ, "OMP_NUM_THREADS": str(asked)})
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "asked for" in ln]

@@ -11,7 +11,7 @@ import pytest
 
 import perf
 
-ARGS = ["--quick", "--in-process", "--T", "64", "128", "--repeats", "4", "--workers", "2"]
+ARGS = ["--quick", "--in-process", "--T", "64", "128", "--samples", "4", "--workers", "2"]
 
 
 def write(root, path, text):

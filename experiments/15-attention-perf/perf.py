@@ -460,8 +460,8 @@ def make_input(T, mha, seed):
 
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling (a
-# batch of copies or of matmuls). "default" is the lab's measurement, "quick" a smoke test.
+# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling. The
+# warm workers share each T's samples, one of every T a round; the default-heap worker has its own.
 PROFILES = {
     "default": {"min_time": 0.05, "samples": 100, "workers": 5, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
@@ -493,7 +493,7 @@ def sample_forwards(x, mha, mask, min_time):
 def take_samples(task, mha):
     """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
     rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
-    in turn), after a warm-up forward. After each sample: its overhead pair and, in the
+    in turn), after one untimed forward. After each sample: its overhead pair and, in the
     one-thread rounds, the same sample on one BLAS thread. gc off: it would be timed as an op."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
@@ -530,12 +530,12 @@ def summarize(times, by_worker):
     """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
     interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
     a = np.asarray(times, dtype=np.float64)
-    fast, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
-    fasts = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
-    spread = max(fasts) / min(fasts)
-    return {"time_s": float(fast), "mean_s": float(a.mean()),
+    time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
+    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
+    spread = max(each) / min(each)
+    return {"time_s": float(time_s), "mean_s": float(a.mean()),
             "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
-            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": fasts,
+            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": each,
             "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
 
 
@@ -562,11 +562,11 @@ def pool_T(T, parts, min_time):
     return row
 
 
-def pool_sweep(Ts, warm, dflt, min_time):
-    """A row per T from the warm workers' samples ("sweep"), and the default heap's apart."""
-    parts = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731
-    return {"sweep": [pool_T(T, parts(T, warm), min_time) for T in Ts],
-            "sweep_default_heap": [pool_T(T, parts(T, [dflt]), min_time) for T in Ts]}
+def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
+    """A row per T from all the warm workers' samples ("sweep"); the default-heap worker's apart."""
+    of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
+    return {"sweep": [pool_T(T, of(T, warm_workers), min_time) for T in Ts],
+            "sweep_default_heap": [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]}
 
 
 def threading_windows(Ts, warm):
@@ -574,11 +574,11 @@ def threading_windows(Ts, warm):
     (the same time window): per op, the median of all threads' time over one's, each side's."""
     out = []
     for T in Ts:
-        windows = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
+        matched = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
                    for o in p["one_thread"]]
-        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in windows])) for k in KEYS}
-        if windows:
-            out.append({"T": T, "windows": len(windows), "threads_over_one": at(lambda a, o: a / o),
+        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched])) for k in KEYS}
+        if matched:
+            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
                         "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
     return out
 
@@ -619,7 +619,7 @@ def anatomy_steps(x, mha, mask):
 
 
 def time_anatomy(task, mha):
-    """One sample of every anatomy step at anatomy_T, after a warm-up call: seconds per call."""
+    """One sample of every anatomy step at anatomy_T, after one untimed call: seconds per call."""
     T, out = task["anatomy_T"], {}
     for name, (fn, nbytes) in anatomy_steps(make_input(T, mha, task["seed"]), mha,
                                              causal_mask(T)).items():
@@ -642,7 +642,7 @@ def copy_rates(src, dst, threads, reps, min_time):
     with ThreadPoolExecutor(threads) as pool:
         copy = (lambda: np.copyto(dst, src)) if threads == 1 else \
             (lambda: list(pool.map(lambda p: np.copyto(dst[p], src[p]), parts)))
-        copy()  # warm-up: first touch of both buffers, threads started
+        copy()  # untimed: first touch of both buffers, threads started
         return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
 
 
@@ -767,8 +767,8 @@ def read_ceilings(path):
 
 
 def choose_ceilings(given, measured):
-    """Phase 1's beta and pi when given (no interval known), else the measured; the ridge pi /
-    beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
+    """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
+    pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
     c = dict(measured) if given is None else {
         **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
         "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
@@ -1537,9 +1537,9 @@ def load_results(arg):
 # and T whether B is faster, slower or the same, against both runs' own noise.
 
 def compare_rows(a, b, Ts):
-    """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves
-    [1/band, band], band the noisier run's trimmed range of its workers' time_s (of five, the
-    second highest over the second lowest: one slow worker does not blind it), >= NOISE_FLOOR."""
+    """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
+    band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its workers' time_s
+    (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
     ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
@@ -1672,7 +1672,7 @@ def parse_args(argv):
     add("--seed", type=number(int, positive=False), default=0)
     add("--min-time", type=number(float), help="seconds of work in each sample and each ceiling "
         "repeat, at least (default 0.05)")
-    add("--samples", "--repeats", type=number(int), help="samples per T over all workers, rounded "
+    add("--samples", type=number(int), help="samples per T over all workers, rounded "
         "up to a multiple of --workers (default 100)")
     add("--workers", type=number(int), help="fresh worker processes (default 5)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
