@@ -428,7 +428,7 @@ def machine_load(own_pids):
 
 # ----------------------------------------------------------------------------------------------
 # The sweep (Block B): what a sample is, the samples a worker takes, how the parent pools all the
-# warm workers' samples of one T into each op's time_s; first, the intervals every estimate carries.
+# warm workers' samples of one T into each op's time_s. First the interval every estimate carries.
 
 def quantile_interval(values, q):
     """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
@@ -460,12 +460,12 @@ def make_input(T, mha, seed):
 
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed, as the lab asks (>= 50 ms of work); so does each repeat of a ceiling. The
-# warm workers share each T's samples, one of every T a round; the default-heap worker has its own.
+# min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
+# workers share each T's samples, one of every T a round. --min-time, --samples, --workers: others.
 PROFILES = {
-    "default": {"min_time": 0.05, "samples": 100, "workers": 5, "default_heap_samples": 6,
+    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples": 6, "workers": 2, "default_heap_samples": 3,
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
@@ -857,7 +857,7 @@ def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts: each one's task (the
     default-heap worker's first), and the seconds a warm worker takes."""
     prof = PROFILES["quick" if args.quick else "default"]
-    per_T = args.samples or prof["samples"]  # samples per T, over all the warm workers
+    per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     workers = min(args.workers or prof["workers"], per_T)
     rounds = math.ceil(per_T / workers)  # each warm worker's: one sample of every T a round
     one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
