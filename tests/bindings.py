@@ -94,7 +94,7 @@ LAB = [
     ("(β × 5/8 = **{}** GFLOPS;", lambda r, m: num(SM(r)["memory_ceiling_GFLOPS"], 1)),
     ("β is a {} MiB copy, see", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
     ("the L2's copy of {} repeats", lambda r, m: str(LV(r, "L2")["repeats"])),
-    ("under {} %, as the lab expected, if only just", lambda r, m: "10" if 0.09 < SM(r)["ratio_to_memory_ceiling"] < 0.1 else "?"),
+    ("just over the {} % under which the lab expected it", lambda r, m: "10" if 0.1 < SM(r)["ratio_to_memory_ceiling"] < 0.105 else "?"),
     ("move **{} MB** in all", lambda r, m: num(AN(r)["softmax_bytes_all_steps"] / 1e6, 1)),
     ("model counts **{} MB**", lambda r, m: num(AN(r)["softmax_bytes_lab_model"] / 1e6, 1)),
     ("moves them at **{} GB/s**", lambda r, m: num(EFF(r), 1)),
@@ -184,7 +184,7 @@ LAB = [
     ("takes the **{}** samples per T", lambda r, m: str(r["config"]["default_heap_samples"])),
     ("cost the timers **{} %** at T = 64", lambda r, m: pct(row(r, 64)["instrumentation_overhead"], 2)),
     ("(95 % interval **{}** to", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][0], 2)),
-    ("to **{} %**); at every T", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][1], 2)),
+    ("to **{} %**), the one T whose", lambda r, m: pct(row(r, 64)["instrumentation_overhead_ci95"][1], 2)),
     ("the widest reaches **{} %**", lambda r, m: pct(max(x["instrumentation_overhead_ci95"][1] for x in r["sweep"]), 2)),
     ("for at least {} ms. β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s** from", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
@@ -211,7 +211,7 @@ LAB = [
     ("interval was ×**{}** wide", lambda r, m: "{}** to ×**{}".format(num(min(WIDTH), 2), num(max(WIDTH), 2))),
     ("spread between workers is **{}×**", lambda r, m: num(max(SPREADS(r))[0], 2)),
     ("committed run's softmax at T = 512 (**{}**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
-    ("lies within theirs (**{}**", lambda r, m: "{}** to **{}".format(*(num(f(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS), 2) for f in (min, max)))),
+    ("lies just below theirs (**{}**", lambda r, m: "{}** to **{}".format(*(num(f(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS), 2) for f in (min, max)))),
     ("this machine's {} MiB L3; on", lambda r, m: str(L3_MIB(r))),
 ]
 
@@ -320,7 +320,7 @@ CLAIMS = [
     # (b) flags
     (LABR, "No op was flagged `unstable`",
      lambda r, m: r["analysis"]["unstable"] == [] and not any(x["ops"][k]["unstable"] for x in r["sweep"] for k in OPS)),
-    (LABR, "(av at T = 128)", lambda r, m: max(SPREADS(r))[1:] == ("av", 128)),
+    (LABR, "(scores at T = 256)", lambda r, m: max(SPREADS(r))[1:] == ("scores", 256)),
     # (c) shares, and of which whole
     (LABR, "of the six operations' time timed alone",
      lambda r, m: math.isclose(AN(r)["softmax"]["exp"]["share"], AN(r)["softmax"]["exp"]["median_s"] / AN(r)["softmax_sum_of_steps_s"])),
@@ -352,13 +352,13 @@ CLAIMS = [
      lambda r, m: r["config"]["workers"] == 5 and all(x["workers"] == 5 for x in r["sweep"])),
     (LABR, "from the five warm worker processes", lambda r, m: r["config"]["workers"] == 5),
     # (f) the timers' cost
-    (LABR, "at every T the interval holds zero",
-     lambda r, m: all(x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1] for x in r["sweep"])),
-    (REP, "timers whose cost is lost in the noise at every T",
-     lambda r, m: all(x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1] for x in r["sweep"])),
+    (LABR, "the one T whose interval leaves out zero; at the other three it holds zero",
+     lambda r, m: [x["T"] for x in r["sweep"] if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]] == [64]),
+    (REP, "timers whose cost is lost in the noise at every T but the shortest",
+     lambda r, m: [x["T"] for x in r["sweep"] if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]] == [min(r["config"]["T_sweep"])]),
     (SOL, "differ by a percent or two either way, not more",
      lambda r, m: all(abs(x["instrumentation_overhead"]) <= 0.025 for x in r["sweep"])),
-    (LABR, "each half a twenty-fourth of its sample (shorter than a sample)",
+    (LABR, "each half a twenty-fourth of its sample,",
      lambda r, m: all(x["forwards_per_sample"][1] // 24 < x["forwards_per_sample"][0] for x in r["sweep"])),
     # (g) which copy a figure is of
     (LABR, "one thread copies at", lambda r, m: LV(r, "DRAM")["bytes"] == 256 << 20 and LV(r, "DRAM")["GBps_1thread"] > 0),
@@ -385,7 +385,7 @@ CLAIMS = [
      and [x["ops"]["av"]["level_bound"] for x in r["sweep"]] == ["compute"] * 3 + ["memory"]),
     (LABR, "scores and av memory-bound there too",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["from_intensity_formula"]["asymptotic_intensity"]),
-    (LABR, "as the lab expected, if only just", lambda r, m: 0.09 < SM(r)["ratio_to_memory_ceiling"] < 0.1),
+    (LABR, "just over the 10 % under which the lab expected it", lambda r, m: 0.1 < SM(r)["ratio_to_memory_ceiling"] < 0.105),
     # findings
     (LABR, "Two threads help the larger products, never scores",
      lambda r, m: LARGER_GAIN(r) and SCORES_NEVER(r)),
@@ -393,8 +393,8 @@ CLAIMS = [
      lambda r, m: all(0.98 <= THREADS(r, 128, k) <= 1.02 for k in OPS)),
     (LABR, "the largest product they do speed up",
      lambda r, m: THREADS(r, 512, "av") < 0.9 and r["conditions"]["checks"]["threads_cooperate"]["value"] == THREADS(r, 512, "av")),
-    (LABR, "Why scores costs more than three times av",
-     lambda r, m: 3.0 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] < 3.5),
+    (LABR, "Why scores costs almost three times av",
+     lambda r, m: 2.75 <= op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"] < 3.0),
     (LABR, "scores sits lower than av at the same intensity",
      lambda r, m: op(r, 512, "scores")["gflops"] < op(r, 512, "av")["gflops"]
      and op(r, 512, "scores")["intensity"] == op(r, 512, "av")["intensity"]),
@@ -419,9 +419,9 @@ CLAIMS = [
     (LABR, "all called themselves quiet",
      lambda r, m: len(RERUNS) == 12 and all(x["conditions_verdict"] == "quiet" for x in RERUNS)
      and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)),
-    (LABR, "lies within theirs",
-     lambda r, m: min(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS)
-     <= m["results_summary"]["softmax_GFLOPS_at_T_512"] <= max(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS)),
+    (LABR, "lies just below theirs",
+     lambda r, m: 0.98 * min(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS)
+     <= m["results_summary"]["softmax_GFLOPS_at_T_512"] < min(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS)),
     # the other documents
     (REP, "while holding a few percent of the FLOPs",
      lambda r, m: all(x["ops"]["softmax"]["flop_share"] < 0.1 for x in r["sweep"])),
