@@ -8,10 +8,10 @@ redraws the pictures, --compare A B sets run B beside run A. The code measured i
 purpose (tuning it is Phase 27's); the measurement is not.
 
 The file reads top to bottom as the data flows; run_lab, near the end, conducts a run. Where to
-look: each op's timer, attention_forward_timed; time_s, the sweep's section, in order: the
-protocol, sample_forwards, take_samples, summarize, pool_T and pool_sweep; beta, pi and the
-ridge, the ceilings' section, from rate_estimate to choose_ceilings; quiet or disturbed,
-judge_run; --compare's same or slower, compare_rows.
+look: each op's timer, attention_forward_timed; time_s, run_for, then the sweep's section in
+order (the protocol, sample_forwards, share_samples, take_samples, summarize, pool_T,
+pool_sweep); beta, pi and the ridge, the ceilings' section, from rate_estimate to
+choose_ceilings; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
 """
 
 import argparse
@@ -111,6 +111,11 @@ def init_mha(d_model=64, n_heads=4, seed=0):
 def causal_mask(T):
     """(T, T) float32: 0 where position i may see j (j <= i), -inf above the diagonal."""
     return np.triu(np.full((T, T), -np.inf, dtype=np.float32), k=1)
+
+
+def make_input(T, mha, seed):
+    """x (T, d_model) float32, the same for a given (seed, T) in every process of the run."""
+    return np.random.default_rng([seed, T]).standard_normal((T, len(mha.W_Q))).astype(np.float32)
 
 
 def split_heads(X, h):
@@ -427,8 +432,18 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# The sweep (Block B): what a sample is, the samples a worker takes, how the parent pools all the
-# warm workers' samples of one T into each op's time_s. First the interval every estimate carries.
+# Timing and intervals: run_for times every batch of a run; quantile_interval makes each interval.
+
+def run_for(fn, min_time, clock=time.perf_counter_ns):
+    """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
+    applied to every batch: none lasts less than min_time, whatever the machine does."""
+    limit, n, t0 = min_time * 1e9, 0, clock()
+    while True:
+        fn()
+        n += 1
+        if (elapsed := clock() - t0) >= limit:
+            return n, elapsed * 1e-9
+
 
 def quantile_interval(values, q):
     """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
@@ -442,26 +457,13 @@ def quantile_interval(values, q):
     return float(x[l - 1]), float(x[u - 1]), -cover
 
 
-def keep_heap():
-    """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
-    faults them back in): the lab's warm run, by the allocator, not the code."""
-    mallopt = glibc_malloc()
-    if mallopt is None:
-        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
-    M_TRIM_THRESHOLD, M_MMAP_MAX, most = -1, -4, 2**31 - 1  # mallopt takes a C int
-    if not (mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1):
-        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
-    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
-
-
-def make_input(T, mha, seed):
-    """x (T, d_model) float32, the same for a given (seed, T) in every process of the run."""
-    return np.random.default_rng([seed, T]).standard_normal((T, len(mha.W_Q))).astype(np.float32)
-
+# ----------------------------------------------------------------------------------------------
+# The sweep (Block B): what a sample is, how the warm workers share each T's samples, the samples
+# a worker takes, and how the parent pools all of one T's into each op's time_s.
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
 # min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
-# workers share each T's samples, one of every T a round. --min-time, --samples, --workers: others.
+# workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
 PROFILES = {
     "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
@@ -471,23 +473,20 @@ PROFILES = {
 ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
 
 
-def run_for(fn, min_time, clock=time.perf_counter_ns):
-    """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
-    applied to every batch: none lasts less than min_time, whatever the machine does."""
-    limit, n, t0 = min_time * 1e9, 0, clock()
-    while True:
-        fn()
-        n += 1
-        if (elapsed := clock() - t0) >= limit:
-            return n, elapsed * 1e-9
-
-
 def sample_forwards(x, mha, mask, min_time):
     """One sample: n timed forwards back to back until min_time has passed; per op its summed
     time / n, beside n and the batch's wall time (which sees what the timers miss)."""
-    times = []
-    n, batch = run_for(lambda: times.append(attention_forward_timed(x, mha, mask)), min_time)
-    return {**{k: math.fsum(t[k] for t in times) / n for k in KEYS}, "n": n, "batch_s": batch}
+    forwards = []
+    n, batch = run_for(lambda: forwards.append(attention_forward_timed(x, mha, mask)), min_time)
+    return {**{k: math.fsum(t[k] for t in forwards) / n for k in KEYS}, "n": n, "batch_s": batch}
+
+
+def share_samples(per_T, workers, blas_threads):
+    """How the warm workers share each T's per_T samples: each takes `rounds` rounds of one sample
+    of every T (workers * rounds >= per_T) and repeats some on one BLAS thread, if more ran."""
+    rounds = math.ceil(per_T / workers)
+    return rounds, (list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY))
+                    if (blas_threads or 1) > 1 else [])  # one thread cannot cooperate with itself
 
 
 def take_samples(task, mha):
@@ -526,10 +525,10 @@ def take_samples(task, mha):
             "preempted": None if switches is None else preemptions() - switches}
 
 
-def summarize(times, by_worker):
+def summarize(per_sample, by_worker):
     """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
     interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
-    a = np.asarray(times, dtype=np.float64)
+    a = np.asarray(per_sample, dtype=np.float64)
     time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
     each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
     spread = max(each) / min(each)
@@ -567,20 +566,6 @@ def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
     of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
     return {"sweep": [pool_T(T, of(T, warm_workers), min_time) for T in Ts],
             "sweep_default_heap": [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]}
-
-
-def threading_windows(Ts, warm):
-    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
-    (the same time window): per op, the median of all threads' time over one's, each side's."""
-    out = []
-    for T in Ts:
-        matched = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
-                   for o in p["one_thread"]]
-        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched])) for k in KEYS}
-        if matched:
-            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
-                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -782,6 +767,18 @@ def choose_ceilings(given, measured):
 # One worker (Block B): a fresh process (`perf.py --worker`) runs its task: its samples, then
 # the anatomy and its ceiling repeats. It only measures; the parent only spawns.
 
+def keep_heap():
+    """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
+    faults them back in): the lab's warm run, by the allocator, not the code."""
+    mallopt = glibc_malloc()
+    if mallopt is None:
+        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
+    M_TRIM_THRESHOLD, M_MMAP_MAX, most = -1, -4, 2**31 - 1  # mallopt takes a C int
+    if not (mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1):
+        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
+    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+
+
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit", "heap",
              "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceiling_spec")
 
@@ -859,14 +856,12 @@ def make_plan(args, hardware, threads):
     prof = PROFILES["quick" if args.quick else "default"]
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     workers = min(args.workers or prof["workers"], per_T)
-    rounds = math.ceil(per_T / workers)  # each warm worker's: one sample of every T a round
-    one_thread = list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY)) \
-        if (threads["blas_threads"] or 1) > 1 else []  # one thread cannot cooperate with itself
+    rounds, one_thread = share_samples(per_T, workers, threads["blas_threads"])
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / workers),
             "cache_reps": math.ceil(prof["cache_repeats"] / workers),
             "matmul_n": prof["matmul_n"]}
-    batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
+    n_batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
         spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_limit": threads["limit"]}
@@ -878,14 +873,13 @@ def make_plan(args, hardware, threads):
             "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T)}
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
             "default_heap_samples": dflt["rounds"], "anatomy_T": warm["anatomy_T"],
-            "ceiling_spec": spec, "worker_s": args.min_time * batches + 0.5,
+            "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
             "tasks": [dflt] + [{**warm, "label": f"{i + 1}/{workers}"} for i in range(workers)]}
 
 
 def spawn_all(plan, in_process):
-    """Each task in its own fresh worker, one after another: the default-heap worker first (a
-    process that has freed nothing large: glibc raises its mmap threshold after a large free,
-    then stops faulting), then the warm workers. Returns (default-heap result, warm results)."""
+    """Each task in a fresh worker, in turn: the default-heap one first (a process that has freed
+    nothing large; glibc stops faulting after one), then the warm ones. (default-heap, warm)."""
     start, timeout, done = time.perf_counter(), 60 + 20 * plan["worker_s"], []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
     for n, task in enumerate(plan["tasks"]):
@@ -1027,9 +1021,22 @@ def anatomy_summary(per_worker, row, n_heads):
     return out
 
 
+def threading_windows(Ts, warm):
+    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
+    (the same time window): per op, the median of all threads' time over one's, each side's."""
+    out = []
+    for T in Ts:
+        matched = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
+                   for o in p["one_thread"]]
+        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched])) for k in KEYS}
+        if matched:
+            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
+                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
+    return out
+
+
 def analyse(rows, cfg, ceilings, anatomy, windows):
-    """All Block E's answers stand on; at T_FOCUS (else the largest T) the softmax, anatomy and
-    Phase 27."""
+    """Block E's numbers; at T_FOCUS (else the largest T): the softmax, the anatomy, Phase 27."""
     by_T = {r["T"]: r for r in rows}
     focus = by_T.get(T_FOCUS) or by_T[max(by_T)]
     d, h = cfg["d_model"], cfg["n_heads"]
@@ -1148,8 +1155,7 @@ def cooperation_check(windows, threads_ran):
 
 
 def verdict_of(checks):
-    """Disturbed if any check failed, with reasons and remedies; a check not made is unknown,
-    not passed."""
+    """Disturbed if any check failed, with reasons and remedies; a check not made is unknown."""
     failed = [{"check": n, "reason": c["reason"], "remedy": c["remedy"], "do": c["do"]}
               for n, c in checks.items() if c["ok"] is False]
     return {"verdict": "disturbed" if failed else "quiet", "failed": failed,
@@ -1159,8 +1165,7 @@ def verdict_of(checks):
 
 
 def judge_run(load, own_cpu_s, hardware, threads, warm, windows):
-    """Every check, from the load around the sweep, the run's CPU time, cpufreq, workers and
-    windows."""
+    """Every check: the load around the sweep, own CPU time, cpufreq, the workers, the windows."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     others = others_by_name(*load)
     return {**verdict_of({
@@ -1193,8 +1198,7 @@ def png_bytes(fig, dpi=150):
 
 
 def unclutter(fig, labels):
-    """Nudge each label up, then sideways, until it covers no other text and stays in the
-    figure."""
+    """Nudge each label up, then sideways, until it covers no other text and stays in the figure."""
     from matplotlib.text import Text
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
@@ -1447,8 +1451,7 @@ def run_config(args, plan, threads):
 
 
 def make_manifest(results, argv):
-    """The lab's Block F manifest as the lab spells it, the machine, and where the run came
-    from."""
+    """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
     row = next((r for r in results["sweep"] if r["T"] == T_FOCUS), None)
     ops = row and row["ops"]
@@ -1482,9 +1485,8 @@ def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any
 
 
 def write_atomically(out_dir, files):
-    """Write {name: bytes} into out_dir as one set, through a temporary folder; if any step
-    fails (or Ctrl-C), every earlier file is put back: never a new results.json beside an old
-    manifest."""
+    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
+    too) every earlier file is put back: never a new results.json beside an old manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
@@ -1607,8 +1609,7 @@ def state_signals(a, b, facts):
 
 
 def compare(arg_a, arg_b, out):
-    """--compare: rows, facts and state signals into compare.json (in out, else B's folder),
-    printed."""
+    """--compare: rows, facts and state signals into compare.json (in out, else B's folder)."""
     (pa, a), (pb, b) = load_results(arg_a), load_results(arg_b)
     for key in ("d_model", "n_heads"):
         if a["config"][key] != b["config"][key]:
@@ -1775,8 +1776,7 @@ def run_lab(args, argv):
 
 
 def report(results, out):
-    """A run's end: its files, what to know before trusting it, its numbers, its --compare
-    command."""
+    """A run's end: its files, what to know before trusting it, its numbers, its --compare line."""
     print(f"\nwrote results.json, manifest.json, perf.png, roofline.png to {out}")
     warn = [f"threads: {t}"] if (t := threads_warning(results["threads"])) else []
     if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
