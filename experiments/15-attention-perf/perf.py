@@ -1675,7 +1675,7 @@ def parse_args(argv):
         "repeat, at least (default 0.05)")
     add("--samples", type=number(int), help="samples per T over all workers, rounded "
         "up to a multiple of --workers (default 100)")
-    add("--workers", type=number(int), help="fresh worker processes (default 5)")
+    add("--workers", type=number(int), help="warm worker processes, one at a time (default 5)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=number(int), help="BLAS threads (default: OMP_NUM_THREADS, else one "
         "per physical core)")
