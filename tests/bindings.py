@@ -333,7 +333,7 @@ CLAIMS = [
      lambda r, m: AN(r)["softmax"]["exp"]["share"] == SHARES(r)[-1] and SHARES(r)[-1] / SHARES(r)[-2] < 1.15),
     (LABR, "here `exp` is a fifth of the six operations' time", lambda r, m: EXP_A_FIFTH(r)),
     (LABR, "numpy's dispatch targets on this CPU reach",
-     lambda r, m: r["hardware"]["numpy_dispatch_used"][-1] == "AVX512_SPR" and "AVX512_SPR" in r["hardware"]["simd_flags"]),
+     lambda r, m: r["hardware"]["numpy_dispatch_supported"][-1] == "AVX512_SPR" and "AVX512_SPR" in r["hardware"]["simd_flags"]),
     (LABR, "with AVX-512, not on the lab's",
      lambda r, m: "AVX512F" in r["hardware"]["simd_flags"] and r["hardware"]["vendor"] == "GenuineIntel"),
     (LABR, "the bytes and the bandwidth account for all of it",

@@ -76,7 +76,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     return {"experiment": "15-attention-perf", "date": "2026-12-03", "config": cfg,
             "versions": {"python": "3", "numpy": "2"},
             "hardware": {"cpu_model": cpu, "vendor": "GenuineIntel", "family": 6, "model": 143,
-                         "numpy_dispatch_used": list(dispatch), "physical_cores": 2,
+                         "numpy_dispatch_supported": list(dispatch), "physical_cores": 2,
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,

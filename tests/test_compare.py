@@ -72,12 +72,12 @@ def test_a_disturbed_run_against_a_quiet_one_names_the_signal():
     assert signals(quiet, synthetic.run(beta=26.0)) == [
         "DRAM copy, one thread (GB/s): 14.00 in A, 18.20 in B", "beta (GB/s): 20.00 in A, "
         "26.00 in B"]
-    # One brand name, two CPUs: the family and model, and the SIMD kernels numpy runs, differ.
+    # One brand name, two CPUs: the family and model, and the SIMD targets numpy can run, differ.
     other = synthetic.run(dispatch=("X86_V3", "X86_V4"))
     other["hardware"]["model"] = 17
     assert signals(quiet, other) == [
         "cpu: CPU A (GenuineIntel, family 6, model 143) in A, CPU A (GenuineIntel, family 6, "
-        "model 17) in B", "numpy's SIMD kernels: X86_V3 in A, X86_V3 X86_V4 in B"]
+        "model 17) in B", "numpy's SIMD targets: X86_V3 in A, X86_V3 X86_V4 in B"]
     assert signals(quiet, quiet) == []
 
 

@@ -167,3 +167,19 @@ def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
     assert res["threads"]["blas_threads"] is None and res["threads"]["includes_hyperthreads"] is None
     assert res["versions"]["blas"] == [] and "sees no BLAS" in out
     assert res["config"]["one_thread_rounds"] == [] and res["analysis"]["threading_windows"] == []
+
+
+def test_the_softmax_kernels_numpy_runs_are_recorded_or_said_unknown(monkeypatch):
+    simd = perf.numpy_simd()
+    kernels, supported = simd["numpy_softmax_kernels"], simd["numpy_dispatch_supported"]
+    introspect = getattr(perf.np.lib, "introspect", None)
+    if getattr(introspect, "opt_func_info", None) is None:  # numpy before 2.1 cannot say
+        assert kernels is None
+        return
+    # Each of the softmax's float32 kernels (the mask's add and the sum, max, subtract, exp,
+    # divide) with the dispatch target numpy picked on this CPU: one it supports, or its baseline.
+    assert set(kernels) == {"add", "maximum", "subtract", "exp", "divide"}
+    assert all(t in supported or t.startswith("baseline") for t in kernels.values()), kernels
+    # Where numpy cannot say which kernel runs: unknown, not a guess.
+    monkeypatch.delattr(introspect, "opt_func_info")
+    assert perf.numpy_simd()["numpy_softmax_kernels"] is None

@@ -271,16 +271,16 @@ def cpu_identity(cpuinfo):
 
 
 def numpy_simd():
-    """The SIMD features numpy detects here, its baseline, and the dispatch targets this CPU
-    supports: numpy runs each kernel (exp among them) at the highest."""
-    try:
-        from numpy._core import _multiarray_umath as umath
-    except ImportError:  # numpy 1.x
-        from numpy.core import _multiarray_umath as umath
+    """The SIMD features numpy detects here, its baseline, the dispatch targets this CPU supports,
+    and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
     found = umath.__cpu_features__
+    info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
     return {"simd_flags": [f for f, on in found.items() if on],
             "numpy_baseline": list(umath.__cpu_baseline__),
-            "numpy_dispatch_used": [f for f in umath.__cpu_dispatch__ if found.get(f)]}
+            "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
+            "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
+                "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
 def current_MHz():
@@ -317,8 +317,7 @@ def page_faults():
     """Page faults of this process so far, or None where the OS does not count them."""
     if resource is not None:  # Linux, macOS: minor faults, the ones a reused heap avoids
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    mem = psutil.Process().memory_info()  # Windows counts every fault, soft or hard
-    return getattr(mem, "num_page_faults", None)
+    return getattr(psutil.Process().memory_info(), "num_page_faults", None)  # Windows: all faults
 
 
 def peak_rss_MiB():
@@ -1564,7 +1563,8 @@ def compare_facts(a, b, T):
     facts = [  # (fact, how it is read, state, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
-        ("numpy's SIMD kernels", lambda r: " ".join(r["hardware"].get("numpy_dispatch_used", [])),
+        ("numpy's SIMD targets", lambda r: " ".join(
+            r["hardware"].get("numpy_dispatch_supported", [])),
          True, None, "numpy runs other kernels (exp among them) on the two CPUs"),
         ("physical cores", lambda r: r["hardware"]["physical_cores"], True, None, None),
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
