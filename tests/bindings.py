@@ -57,6 +57,10 @@ EFF = lambda r: AN(r)["softmax_bytes_all_steps"] / op(r, 512, "softmax")["time_s
 SPREADS = lambda r: [(x["ops"][k]["worker_spread"], k, x["T"]) for x in r["sweep"] for k in OPS]  # noqa
 QUIET = [m for m in RERUNS if m["conditions_verdict"] == "quiet"]
 WIDTH = [m["ridge_interval"][1] / m["ridge_interval"][0] for m in RERUNS]
+RERUN_SOFTMAX = [m["results_summary"]["softmax_GFLOPS_at_T_512"] for m in RERUNS]
+UNSTABLE = lambda r: [(x["T"], k) for x in r["sweep"] for k in perf.KEYS if x["ops"][k]["unstable"]]  # noqa
+OVERHEAD_NOT_ZERO = lambda r: [x["T"] for x in r["sweep"]  # noqa: E731  the T whose interval leaves out 0
+                               if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]]
 L3_MIB = lambda r: int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10  # noqa: E731
 
 
@@ -208,7 +212,7 @@ LAB = [
     ("The {} fresh default runs", lambda r, m: "twelve" if len(RERUNS) == 12 else "?"),
     ("ridge lay between **{}** and", lambda r, m: num(min(x["ridge_intensity"] for x in QUIET), 2)),
     ("and **{}**, all above this run's", lambda r, m: num(max(x["ridge_intensity"] for x in QUIET), 2)),
-    ("softmax at T = 512 between **{}** GFLOPS", lambda r, m: "{}** and **{}".format(*(num(f(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS), 2) for f in (min, max)))),
+    ("softmax at T = 512 between **{}** GFLOPS", lambda r, m: "{}** and **{}".format(*(num(f(RERUN_SOFTMAX), 2) for f in (min, max)))),
     ("around this run's **{}**.", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("whose workers' estimates lie **{}×** apart", lambda r, m: num(max(SPREADS(r))[0], 2)),
     ("(the limit is {});", lambda r, m: str(perf.SPREAD_LIMIT)),
@@ -322,7 +326,7 @@ CLAIMS = [
     # (b) flags
     (LABR, "One op was flagged `unstable`: scores at T = 256",
      lambda r, m: r["analysis"]["unstable"] == [f"T=256 scores {max(SPREADS(r))[0]:.2f}x"] and max(SPREADS(r))[1:] == ("scores", 256)
-     and [(x["T"], k) for x in r["sweep"] for k in perf.KEYS if x["ops"][k]["unstable"]] == [(256, "scores")]),
+     and UNSTABLE(r) == [(256, "scores")]),
     # (c) shares, and of which whole
     (LABR, "of the six operations' time timed alone",
      lambda r, m: math.isclose(AN(r)["softmax"]["exp"]["share"], AN(r)["softmax"]["exp"]["median_s"] / AN(r)["softmax_sum_of_steps_s"])),
@@ -357,9 +361,9 @@ CLAIMS = [
     (LABR, "from the five warm worker processes", lambda r, m: r["config"]["workers"] == 5),
     # (f) the timers' cost
     (LABR, "the one T whose interval leaves out zero; at the other three it holds zero",
-     lambda r, m: [x["T"] for x in r["sweep"] if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]] == [64]),
+     lambda r, m: OVERHEAD_NOT_ZERO(r) == [64]),
     (REP, "timers whose cost is lost in the noise at every T but the shortest,",
-     lambda r, m: [x["T"] for x in r["sweep"] if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]] == [min(r["config"]["T_sweep"])]),
+     lambda r, m: OVERHEAD_NOT_ZERO(r) == [min(r["config"]["T_sweep"])]),
     (SOL, "differ by a percent or two either way, not more",
      lambda r, m: all(abs(x["instrumentation_overhead"]) <= 0.025 for x in r["sweep"])),
     (LABR, "each half of a pair a twenty-fourth of its sample's forwards (at least one),",
@@ -369,7 +373,7 @@ CLAIMS = [
     (LABR, "slower, on a far larger working set",
      lambda r, m: EFF(r) > LV(r, "DRAM")["GBps_1thread"] and LV(r, "DRAM")["bytes"] > 10 * SM(r)["working_set_bytes"]),
     (LABR, "(there scores is flagged unstable",
-     lambda r, m: [(x["T"], k) for x in r["sweep"] for k in perf.KEYS if x["ops"][k]["unstable"]] == [(256, "scores")]),
+     lambda r, m: UNSTABLE(r) == [(256, "scores")]),
     (SOL, "at well under β", lambda r, m: EFF(r) / C(r)["beta_peak_GBps"] < 0.7),
     # (i) the ceilings' repeats
     (LABR, "distribution-free 95 % interval from two order statistics",
@@ -431,8 +435,7 @@ CLAIMS = [
      lambda r, m: all(C(r)["ridge"] < x["ridge_intensity"] <= C(r)["ridge_interval"][1] for x in QUIET)
      and C(r)["ridge_interval"][1] / C(r)["ridge_interval"][0] >= sorted(WIDTH)[-2]),  # wider than 11 of 12
     (LABR, "around this run's",
-     lambda r, m: min(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS) <= m["results_summary"]["softmax_GFLOPS_at_T_512"]
-     <= max(x["results_summary"]["softmax_GFLOPS_at_T_512"] for x in RERUNS)),
+     lambda r, m: min(RERUN_SOFTMAX) <= m["results_summary"]["softmax_GFLOPS_at_T_512"] <= max(RERUN_SOFTMAX)),
     # the other documents
     (REP, "while holding a few percent of the FLOPs",
      lambda r, m: all(x["ops"]["softmax"]["flop_share"] < 0.1 for x in r["sweep"])),
