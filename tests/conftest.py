@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +37,27 @@ def fake_mallopt(monkeypatch):
     calls = []
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: calls.append(a) or 1)
     return calls
+
+
+def copy_checkout(dest):
+    """This checkout's files (tracked, and new ones git does not ignore) in a fresh repository at
+    dest with one commit, and an environment whose `python` is this interpreter; None outside a
+    git checkout."""
+    root = EXP.parent.parent
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        return None
+    for rel in listed.stdout.splitlines():
+        if (root / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    bin_dir = dest.parent / (dest.name + "-bin")
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    for command in (["git", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"]):
+        subprocess.run(command, cwd=dest, env=env, check=True, capture_output=True)
+    return env

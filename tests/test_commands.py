@@ -4,15 +4,12 @@ repository's root (the folder the three documents name), in a copy of this check
 measures runs with --quick added and nothing else changed; a command that needs root, and the
 test command that runs this very suite, are left out. The --compare command a run prints for
 itself runs too."""
-import os
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
 
-from conftest import EXP
+from conftest import EXP, copy_checkout
 
 ROOT = EXP.parent.parent
 DOCS = ("README.md", "experiments/15-attention-perf/README.md",
@@ -47,23 +44,11 @@ def sh(command, cwd, env):
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
-    """This checkout's files (tracked, and new ones git does not ignore) in a fresh repository
-    with one commit, and a PATH on which `python` is this interpreter."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, text=True)
-    if listed.returncode != 0:
+    """This checkout in a fresh repository with one commit, where `python` is this interpreter."""
+    dest = tmp_path_factory.mktemp("clone") / "repo"
+    env = copy_checkout(dest)
+    if env is None:
         pytest.skip("not a git checkout")
-    dest = tmp_path_factory.mktemp("clone")
-    for rel in listed.stdout.splitlines():
-        if (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
-    bin_dir = tmp_path_factory.mktemp("bin")
-    (bin_dir / "python").symlink_to(sys.executable)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
-    for command in ("git init -q", "git add -A", "git -c user.name=t -c user.email=t@t commit -qm t"):
-        assert sh(command, dest, env).returncode == 0, command
     return dest, env
 
 

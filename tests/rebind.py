@@ -1,0 +1,123 @@
+"""Re-binds the write-up to a fresh run. From the repository's root, after a new run has replaced
+the committed results.json, manifest.json (and reruns.json):
+
+    python tests/rebind.py
+
+Every figure that bindings.py binds is rewritten in the five documents: its phrase is found with
+the old figure (read off the committed files, `git show HEAD:`), wherever the phrase wraps over
+lines, and the figure is replaced by the new one. Then one line per statement to re-read:
+
+    CLAIM <document>: <phrase>      a claim of bindings.CLAIMS that the new run does not bear out
+    CONDITION <document>: <phrase>  a figure that encodes a condition ("?"), which flipped: it is
+                                    reported, not rewritten
+
+Exit status 1 where a figure could not be placed or computed (each said on a line of its own,
+nothing written), else 0. test_rebind.py runs it on a copy of the repository."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXP = ROOT / "experiments" / "15-attention-perf"
+sys.path.insert(0, str(EXP))
+
+import bindings  # noqa: E402  (perf.py's folder first)
+
+FILES = {"r": "results.json", "m": "manifest.json", "reruns": "reruns.json"}
+
+
+def committed(name):
+    """A file of the committed run, as HEAD has it."""
+    rel = (EXP / name).relative_to(ROOT).as_posix()
+    return json.loads(subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ROOT, check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def figures(run, get):
+    """The figure a binding reads off a run ({"r", "m", "reruns"}), or the error that stops it."""
+    bindings.use_reruns(run["reruns"]["runs"])
+    try:
+        return get(run["r"], run["m"]), None
+    except (KeyError, IndexError, TypeError, ValueError, StopIteration, ZeroDivisionError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def loose(text):
+    """A regex of `text` in which each run of whitespace matches any run (a line break too)."""
+    return "".join(r"\s+" if part.isspace() else re.escape(part)
+                   for part in re.split(r"(\s+)", text) if part)
+
+
+def respace(found, new):
+    """`new` laid out as `found` was: the same line breaks where the words line up one to one."""
+    gaps = re.findall(r"\s+", found)
+    words = new.split(" ")
+    if len(gaps) != len(words) - 1:
+        return new
+    return "".join(w + g for w, g in zip(words, gaps + [""]))
+
+
+def rebind_document(name, table, old, new, report):
+    """The document with every binding's old figure replaced by the new; problems to `report`."""
+    text = (ROOT / name).read_text()
+    edits = {}
+    for phrase, get in table:
+        (before, err_old), (after, err_new) = figures(old, get), figures(new, get)
+        if err_old or err_new:
+            report("ERROR", name, phrase, f"cannot compute the figure: {err_old or err_new}")
+            continue
+        if "?" in (before, after):
+            if before != after:
+                report("CONDITION", name, phrase)
+            continue
+        head, tail = phrase.split("{}")
+        pattern = loose(head) + "(" + loose(before) + ")" + loose(tail)
+        spans = [m.span(1) for m in re.finditer(pattern, text)]
+        if not spans:
+            report("ERROR", name, phrase, f"not found with the committed figure {before!r}")
+        for span in spans:
+            value = respace(text[span[0]:span[1]], after)
+            if edits.get(span, value) != value:
+                report("ERROR", name, phrase, "two bindings disagree on one figure")
+            edits[span] = value
+    starts = sorted(edits)
+    for (a0, a1), (b0, _) in zip(starts, starts[1:]):
+        if b0 < a1:
+            report("ERROR", name, text[a0:a1], "two figures overlap")
+    for a, b in reversed(starts):
+        text = text[:a] + edits[a, b] + text[b:]
+    return text
+
+
+def main():
+    old = {k: committed(f) for k, f in FILES.items()}
+    new = {k: json.loads((EXP / f).read_text()) for k, f in FILES.items()}
+    lines, errors = [], []
+
+    def report(kind, name, phrase, why=None):
+        line = f"{kind} {name}: {' '.join(phrase.split())}" + (f"  ({why})" if why else "")
+        (errors if kind == "ERROR" else lines).append(line)
+
+    texts = {name: rebind_document(name, table, old, new, report)
+             for name, table in bindings.BINDINGS.items()}
+    if errors:
+        print("\n".join(errors + ["nothing written: the figures above could not be placed"]))
+        return 1
+    for name, text in texts.items():
+        (ROOT / name).write_text(text)
+    bindings.use_reruns(new["reruns"]["runs"])
+    for name, phrase, holds in bindings.CLAIMS:
+        try:
+            ok = holds(new["r"], new["m"])
+        except (KeyError, IndexError, TypeError, ValueError, StopIteration, ZeroDivisionError):
+            ok = False
+        if not ok:
+            report("CLAIM", name, phrase)
+    print("\n".join(lines) if lines else "every figure rebound; every claim holds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
