@@ -7,27 +7,45 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
     64: {"qkv_proj": 0.030, "scores": 0.010, "softmax": 0.020, "av": 0.008, "out_proj": 0.012},
     512: {"qkv_proj": 0.15, "scores": 0.90, "softmax": 3.00, "av": 0.40, "out_proj": 0.08},
 }
-STEPS = ("scores/matmul", "scores/scale", "softmax/mask_add", "softmax/max", "softmax/subtract",
-         "softmax/exp", "softmax/sum", "softmax/divide")
-WHOLE = ("scores/whole", "softmax/whole")
+PASSES = tuple(f"softmax/{p}" for p in perf.PASSES)
+
+
+def batch(seconds):
+    return {"seconds": seconds, "batch_s": 0.05, "canary_ratio": 1.0}
+
+
+def worker(Ts, anatomy_T):
+    """A warm worker's anatomy and copies: every pass 0.1 ms a call at every T (the scores steps
+    and both wholes at anatomy_T), 2 us a call on every fit shape, every copy at 20 GB/s."""
+    anatomy = {str(T): {step: batch(1e-4) for step in PASSES} for T in Ts}
+    anatomy[str(anatomy_T)].update({s: batch(1e-4) for s in ("scores/matmul", "scores/scale")})
+    anatomy[str(anatomy_T)].update({s: batch(4e-4) for s in ("scores/whole", "softmax/whole")})
+    anatomy.update({f"{r}x{L}": {step: batch(2e-6) for step in PASSES} for r, L in perf.FIT_SHAPES})
+    copies = {str(b): [{"rate": 20.0, "canary_ratio": 1.0}] for T in Ts for step, b in
+              perf.pass_bytes(T, 64, 4).items() if step.startswith("softmax/")}
+    return {"anatomy": anatomy, "pass_copies": copies}
 
 
 def levels(beta):
     return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
-                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_overhead_bound": False, "threads": 1,
+                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_cost_bound": False,
+                   "GBps_from": "1thread",
                    "same_roof_as_DRAM": False},
             "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
-                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_overhead_bound": False, "threads": "all",
+                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_cost_bound": False,
+                   "GBps_from": "all_threads",
                    "same_roof_as_DRAM": False},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
                      "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
                      "GBps_all_threads": beta, "GBps_check": beta, "plateau": True,
-                     "GBps_interval": [0.9 * beta, 1.1 * beta], "repeats": 20, "threads": "all"}}
+                     "GBps_interval": [0.9 * beta, 1.1 * beta], "repeats": 20,
+                     "GBps_from": "all_threads"}}
 
 
 def op(seconds, worker_times):
     spread = max(worker_times) / min(worker_times)
-    return {"time_s": seconds, "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
+    return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
+            "all_samples_time_s": seconds, "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
             "p75_s": seconds, "min_s": seconds, "worker_times": worker_times,
             "worker_spread": spread, "unstable": False}
 
@@ -39,36 +57,39 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
                 "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
+                "beta_repeats_set_aside": 0, "pi_repeats_set_aside": 0,
                 "copy_threads": 2, "levels": levels(beta),
                 "matmul": {"n": 2048, "intensity": 2048 / 6}}
-    ceilings = perf.choose_ceilings(None, ceilings)
+    ceilings = perf.ceilings_and_ridge(None, ceilings)
     rows, default_rows = [], []
     for T, ops in times_ms.items():
-        base = {"T": T, "forwards_per_sample": [10, 11], "samples": 100, "workers": len(workers),
+        base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
+                "workers": len(workers), "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
+                "set_aside_by_canary_part": {"blas": 3}, "figures_from": "kept samples",
+                "canary_ratios": [1.0] * 97 + [1.8] * 3, "canary_cost": 0.005,
                 "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_ci95": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         secs["total"] = sum(secs.values())
-        rows.append({**base, "page_faults_per_forward": 0.0,
+        rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": secs["total"],
                      "ops": {k: op(s, [s * f for f in workers]) for k, s in secs.items()}})
         default_rows.append({**base, "page_faults_per_forward": faults if T > 64 else 0.0,
+                             "forward_s": 1.5 * secs["total"],
                              "ops": {k: op(1.5 * s, [1.5 * s * f for f in workers])
                                      for k, s in secs.items()}})
     for r in rows + default_rows:
         perf.place_on_roofline(r, 64, 4, ceilings)
     windows = [{"T": T, "windows": 10,
-                "threads_over_one": {k: cooperation for k in perf.KEYS},
-                "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.KEYS},
-                "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.KEYS}}
+                "threads_over_one": {k: cooperation for k in perf.TIMED_KEYS},
+                "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.TIMED_KEYS},
+                "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.TIMED_KEYS}}
                for T in times_ms]
+    anatomy_T = max(times_ms)
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
-           "cache_repeats": 10,
-           "blas_threads": 2}
-    anatomy = [{**{s: {"seconds": 1e-4, "bytes": 1 << 22, "batch_s": 0.05} for s in STEPS},
-                **{s: {"seconds": 4e-4, "bytes": None, "batch_s": 0.05} for s in WHOLE}}
-               ] * len(workers)
-    conditions = perf.verdict_of(perf.cooperation_check(windows, 2))
+           "cache_repeats": 10, "blas_threads": 2, "anatomy_T": anatomy_T}
+    warm = [worker(list(times_ms), anatomy_T)] * len(workers)
+    conditions = perf.verdict_from(perf.cooperation_checks(windows, 2))
     if verdict == "disturbed":
         conditions.update(verdict="disturbed", failed=[
             {"check": "threads_cooperate", "reason": r, "remedy": "rerun later", "do": "rerun later"}
@@ -81,4 +102,4 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
-            "analysis": perf.analyse(rows, cfg, ceilings, anatomy, windows)}
+            "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}

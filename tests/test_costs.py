@@ -64,7 +64,7 @@ def test_phase_27_bytes_from_the_lab_notation():
     lab_bytes = 2 * 4 * (8 * 512 * 16 + 4 * 512**2) + 4 * 8 * 512**2  # 17,301,504
     fused = 4 * 4 * (4 * 512 * 16)  # Q, K, V read and out_h written, 4 T d_k fp32 each per head
     assert (flops, lab_bytes, fused) == (72_351_744, 17_301_504, 524_288)
-    row = {"T": 512, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
+    row = {"T": 512, "forward_s": 5e-3, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
     perf.place_on_roofline(row, 64, 4, CEILINGS)
     pv = perf.phase_27_preview(row, 64, 4, {**CEILINGS, "ridge": 5.0})
     assert pv["flops"] == flops and pv["measured"]["bytes"] == lab_bytes
@@ -79,7 +79,7 @@ def test_working_sets_by_hand_at_T64():
     assert perf.working_set(64, 64, 4) == {
         "qkv_proj": 4 * 7 * 4096,          # x, three weights, Q, K, V: 114,688
         "scores": 4 * (2 * 4096 + 2 * 16384),  # Q, K, Q K^T, S: 163,840
-        "softmax": 4 * (5 * 16384 + 4096),  # S, Z, Z - m, E, A and the mask: 344,064
+        "softmax": 4 * (5 * 16384 + 4096 + 2 * 256),  # S, Z, D, E, A, the mask, m and s: 346,112
         "av": 4 * (16384 + 2 * 4096),       # A, V, out_h: 98,304
         "out_proj": 4 * (3 * 4096 + 4096)}  # out_h, its concat copy, out, W_O: 65,536
 
@@ -90,8 +90,8 @@ def test_the_manifest_s_phase_27_figure_uses_each_op_s_own_level():
     ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_interval": [10.0, 10.0],
                 "levels": {"L2": {"capacity_bytes": 64 << 20, "GBps": 80.0},
                            "DRAM": {"capacity_bytes": None, "GBps": 10.0}}}
-    row = {"T": 512, "ops": {op: {"time_s": t} for op, t in zip(perf.OPS, (1, 2, 3, 4, 0))}}
-    row["ops"]["out_proj"]["time_s"] = 5.0  # seconds: 1 + 2 + 3 + 4 + 5 = 15
+    row = {"T": 512, "forward_s": 15.0,  # seconds: 1 + 2 + 3 + 4 + 5
+           "ops": {op: {"time_s": t} for op, t in zip(perf.OPS, (1.0, 2.0, 3.0, 4.0, 5.0))}}
     perf.place_on_roofline(row, 64, 4, ceilings)
     assert [row["ops"][op]["level"] for op in perf.OPS] == ["L2"] * 5
     res = {"config": {k: 0 for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
@@ -108,8 +108,8 @@ def test_the_manifest_s_phase_27_figure_uses_each_op_s_own_level():
 
 
 def test_place_on_roofline_arithmetic():
-    row = {"T": 64, "ops": {op: {"time_s": 1e-5} for op in perf.OPS}}
-    row["ops"]["total"] = {"time_s": 6e-5}  # shares are of the five ops' sum, the stacked bar
+    row = {"T": 64, "forward_s": 5e-5, "ops": {op: {"time_s": 1e-5} for op in perf.OPS}}
+    row["ops"]["total"] = {"time_s": 6e-5}  # shares are of forward_s, the five ops' sum
     perf.place_on_roofline(row, 64, 4, CEILINGS)  # ridge 5 FLOP/byte, interval 4 to 6
     qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
     assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"
@@ -120,8 +120,8 @@ def test_place_on_roofline_arithmetic():
     assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "ridge"
     assert sm["time_share"] == pytest.approx(0.2)
     assert sum(row["ops"][op]["flop_share"] for op in perf.OPS) == pytest.approx(1)
-    # Working sets at T=64: softmax 4 (5*4*64^2 + 64^2) = 344064 bytes fit the 1 MiB L2.
-    assert sm["working_set_bytes"] == 344_064 and sm["level"] == "L2"
+    # Working sets at T=64: softmax 4 (5*4*64^2 + 64^2 + 2*4*64) = 346112 bytes fit the 1 MiB L2.
+    assert sm["working_set_bytes"] == 346_112 and sm["level"] == "L2"
     assert sm["level_ceiling_gflops"] == pytest.approx(100 * 0.625)  # L2: 100 GB/s
     assert sm["level_bound"] == "memory" and sc["level_bound"] == "compute"  # L2 ridge 1.0
 
@@ -131,11 +131,11 @@ def caches(**sizes):
 
 
 def test_copy_working_sets_fit_their_level_and_the_memory():
-    # The lab's laptop: half of each data cache past L1 (a copy that fits an L1 times numpy's
-    # per-call overhead), and DRAM at 128 MiB, far past its 6 MiB L3.
+    # The lab's laptop: half of each data cache (not of the instruction cache), and DRAM at
+    # 128 MiB, far past its 6 MiB L3.
     lap = perf.copy_levels(caches(L1d="32K", L1i="32K", L2="256K", L3="6144K"))
     assert [(n, lv["bytes"]) for n, lv in lap.items()] == [
-        ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
+        ("L1d", 16 << 10), ("L2", 128 << 10), ("L3", 3 << 20), ("DRAM", 128 << 20)]
     assert lap["DRAM"]["past_llc"] is True
     # A 64 MiB L3: DRAM four times past it.
     assert perf.copy_levels(caches(L3="65536K"))["DRAM"]["bytes"] == 256 << 20
@@ -149,21 +149,22 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
     assert (quick["bytes"], quick["check_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
     # Only the last level is shared by every core, and copied by all of them.
-    assert [lv["shared"] for lv in lap.values()] == [False, True, True]
+    assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
 
 
 def test_levels_and_the_lab_laptop():
     # Each op's level: the smallest whose capacity holds its working set. The softmax's
-    # 4 (21 T^2) bytes: 344,064 at T = 64 (the 1 MiB L2), 1,376,256 at T = 128 (past it, in the
-    # 32 MiB L3), 88 MB at T = 1024 (past every level: DRAM).
+    # 4 (21 T^2 + 8 T) bytes: 346,112 at T = 64 (the 1 MiB L2), 1,380,352 at T = 128 (past it, in
+    # the 32 MiB L3), 88 MB at T = 1024 (past every level: DRAM).
     level = {}
     for T in (64, 128, 1024):
-        row = {"T": T, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
+        row = {"T": T, "forward_s": 5e-3, "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
         level[T] = perf.place_on_roofline(row, 64, 4, CEILINGS)["ops"]["softmax"]["level"]
     assert level == {64: "L2", 128: "L3", 1024: "DRAM"}
-    lap = perf.on_lab_laptop(4)
+    lap = perf.on_lab_laptop(64, 4)
     # softmax: 4 (21 T^2) bytes against 6 MiB: 5.25 MiB at T=256 fits, 21 MiB at T=512 does not.
-    assert lap["softmax_spills_past_T"] == pytest.approx((6 * 2**20 / 84) ** 0.5)  # 273.7
+    # 4 (21 T^2 + 8 T) bytes: 6,269,172 at T = 273 fit 6 MiB (6,291,456), 6,315,152 at 274 do not.
+    assert lap["softmax_spills_from_T"] == 274
     assert perf.working_set(256, 64, 4)["softmax"] < 6 << 20 < perf.working_set(512, 64, 4)["softmax"]
     # The curriculum's pi 250 GFLOPS over beta 15-19 GB/s: a ridge of 13.2-16.7, beyond the
     # 8 FLOP/byte that scores and av tend to: no threshold on the laptop either.

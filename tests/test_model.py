@@ -94,24 +94,44 @@ def test_each_timer_wraps_its_own_op(monkeypatch, slow):
     assert all(times[op] < 0.02 for op in perf.OPS if op != slow), times
 
 
+def test_the_byte_model_weighs_the_forward_s_real_arrays():
+    x, mha = inputs(64)
+    mask = perf.causal_mask(64)
+    Q, K, V = perf.qkv_proj(x, mha)
+    S = perf.scores(Q, K, 4)
+    A = perf.softmax(S, mask)
+    O = perf.av(A, V, 4)
+    real = {"x": x, "W": mha.W_O, "Q": Q, "K": K, "V": V, "S": S, "mask": mask, "A": A, "O": O,
+            "out": perf.out_proj(O, mha)}
+    model = perf.forward_arrays(64, 64, 4)
+    assert {k: v.nbytes for k, v in real.items()} == {k: model[k] for k in real}
+    # By hand, T = d = 64, h = 4: (T, d) 16 KiB, (h, T, T) 64 KiB, (T, T) 16 KiB, (h, T, 1) 1 KiB.
+    assert (model["Q"], model["S"], model["mask"], model["m"]) == (16384, 65536, 16384, 1024)
+
+
 def test_anatomy_steps_mirror_the_ops_and_count_their_bytes(monkeypatch):
     x, mha = inputs(64)
     steps = perf.anatomy_steps(x, mha, perf.causal_mask(64))
     assert list(steps) == ["scores/matmul", "scores/scale", "scores/whole", "softmax/mask_add",
                            "softmax/max", "softmax/subtract", "softmax/exp", "softmax/sum",
                            "softmax/divide", "softmax/whole"]
-    # Each op whole, alone: the forward's own function, its bytes not counted as a pass.
-    np.testing.assert_array_equal(steps["softmax/whole"][0](), perf.softmax(
+    # Each op whole, alone: the forward's own function.
+    np.testing.assert_array_equal(steps["softmax/whole"](), perf.softmax(
         perf.scores(*perf.qkv_proj(x, mha)[:2], 4), perf.causal_mask(64)))
-    assert steps["scores/whole"][1] is None and steps["softmax/whole"][1] is None
-    big = 4 * 64 * 64 * 4  # one (h, T, T) fp32 array: 64 KiB
-    assert steps["scores/matmul"][1] == 2 * 64 * 64 * 4 + big  # Q and K read, Q K^T written
-    assert [steps[f"softmax/{s}"][1] for s in ("mask_add", "max", "subtract", "exp", "sum",
-                                                "divide")] == [2 * big + 64 * 64 * 4, big,
-                                                                2 * big, 2 * big, big, 2 * big]
-    np.testing.assert_array_equal(steps["scores/matmul"][0]() / 4.0,
+    np.testing.assert_array_equal(steps["scores/matmul"]() / 4.0,
                                   perf.scores(*perf.qkv_proj(x, mha)[:2], 4))
-    # If softmax() changed and the steps did not, the anatomy refuses to measure.
+    big, mask, row, qk = 65536, 16384, 1024, 16384  # (h, T, T), (T, T), (h, T, 1), (T, d) bytes
+    n = perf.pass_bytes(64, 64, 4)
+    assert n["scores/matmul"] == 2 * qk + big  # Q and K read, Q K^T written
+    assert [n[f"softmax/{s}"] for s in perf.PASSES] == [
+        2 * big + mask, big + row, 2 * big + row, 2 * big, big + row, 2 * big + row]
+    # If softmax() changed and the steps did not, the anatomy refuses to measure; so it does if
+    # the byte model no longer weighs the arrays the steps make.
     monkeypatch.setattr(perf, "softmax", lambda S, mask: np.zeros_like(S))
+    with pytest.raises(RuntimeError):
+        perf.anatomy_steps(x, mha, perf.causal_mask(64))
+    monkeypatch.undo()
+    weigh = perf.forward_arrays
+    monkeypatch.setattr(perf, "forward_arrays", lambda T, d, h: {**weigh(T, d, h), "Z": 1})
     with pytest.raises(RuntimeError):
         perf.anatomy_steps(x, mha, perf.causal_mask(64))

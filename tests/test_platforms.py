@@ -96,7 +96,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
 
     def then_throttle(task, in_process, timeout):  # after the first warm worker: -25 %
         out = real(task, in_process, timeout)
-        if task["label"] == "1/2":
+        if task["label"] == "warm 1":
             for f in root.glob("sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq"):
                 f.write_text(str(int(int(f.read_text()) * 0.75)) + "\n")
         return out

@@ -172,13 +172,18 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     neither S nor A."""
     cfg, dflt = res["config"], res["sweep_default_heap"][0]
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
-    samples = (f"the 25th percentile of {cfg['samples_per_T']} samples per T (each >= "
-               f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
-               "processes")
+    samples = (f"the 25th percentile of the samples the canary kept of {cfg['samples_per_T']} "
+               f"per T (each >= {cfg['min_time_s'] * 1e3:g} ms of forwards) from "
+               f"{cfg['workers']} warm worker processes; set aside, the canary over "
+               f"{perf.CANARY_SLOW}x its fast state: " + ", ".join(
+                   f"{r['samples_set_aside']} at T={r['T']}" + (
+                       f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
+                   for r in res["sweep"]))
     bars = perf.plot_perf(res)
     assert f"bars: each op's time_s, {samples}" in said(bars)
-    assert (f"hatched: 25th percentile of {dflt['samples']} samples per T from {dflt['workers']} "
-            "default-heap process") in said(bars)
+    assert (f"hatched: 25th percentile of the kept of {dflt['sample_count']} samples per T from "
+            f"{dflt['workers']} default-heap process (set aside: " + ", ".join(
+                str(r["samples_set_aside"]) for r in res["sweep_default_heap"])) in said(bars)
     rings = perf.plot_roofline(res)
     assert f"rings: each op's time_s, {samples}" in said(rings)
     c = res["ceilings"]
@@ -188,8 +193,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
     assert "S and A never written" in legend
     for name, lv in c["levels"].items():  # a cache roof says whose copy it is, and its size
-        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_overhead_bound"]):
-            who = "all CPUs" if lv["threads"] == "all" else "one core"
+        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_cost_bound"]):
+            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
             assert f"{name} roof, {who}: {lv['GBps']:.0f} GB/s (" in legend and "working set)" in legend
     plt.close(bars)
     plt.close(rings)

@@ -62,4 +62,5 @@ def test_the_docstring_map_names_functions_that_exist():
     where = doc[doc.index("Where to"):]
     named = {w.strip(".,:;()") for w in where.split() if w.strip(".,:;()") in TOP}
     assert {"attention_forward_timed", "sample_forwards", "summarize", "rate_estimate",
-            "choose_ceilings", "judge_run", "compare_rows"} <= named
+            "ceilings_and_ridge", "judge_run", "compare_rows", "forward_arrays", "watched",
+            "softmax_model"} <= named

@@ -54,45 +54,63 @@ def test_run_for_lasts_min_time_whatever_each_call_takes():
     # A clock that moves 3 ms a call: 50 ms need 17 calls (51 ms), never 16 (48 ms).
     ticks = iter(range(0, 10**9, 3_000_000))
     calls = []
-    n, seconds = perf.run_for(lambda: calls.append(1), 0.05, clock=lambda: next(ticks))
+    n, seconds = perf.run_for(lambda: calls.append(1), 0.05, now=lambda: next(ticks))
     assert (n, len(calls)) == (17, 17) and seconds == pytest.approx(0.051)
 
 
 def test_a_sample_of_the_real_forward_lasts_min_time():
     x, mha = np.ones((64, 64), np.float32), perf.init_mha()
-    s = perf.sample_forwards(x, mha, perf.causal_mask(64), 0.01)
+    canary = perf.make_canary()
+    s = perf.sample_forwards(x, mha, perf.causal_mask(64), 0.01, canary)
     assert s["batch_s"] >= 0.01 and s["n"] >= 1
+    # The canary was read before the sample and after it, never during: its last reading.
+    assert s["canary"] == canary["readings"][-2:] and len(canary["readings"]) == 2
     # The five ops' times add up to the timed total (to rounding), which the wall time bounds.
     assert sum(s[op] for op in perf.OPS) == pytest.approx(s["total"])
     assert 0 < s["total"] <= s["batch_s"] / s["n"]
 
 
-def sample(ms, n=10, batch_s=None, **ops):
+def sample(ms, n=10, batch_s=None, ratio=1.0, **ops):
     """A sample of n forwards whose five ops take `ms` each (or as `ops` says) and whose wall time
-    is 6 ms a forward, unless batch_s says otherwise."""
-    return {**{k: ms / 1e3 for k in perf.KEYS}, **ops, "n": n,
-            "batch_s": batch_s or n * 6 * ms / 1e3}
+    is 6 ms a forward, unless batch_s says otherwise; its canary ran `ratio` times its reference."""
+    return {**{k: ms / 1e3 for k in perf.TIMED_KEYS}, **ops, "n": n,
+            "batch_s": batch_s or n * 6 * ms / 1e3, "canary_ratio": ratio, "canary_part": "blas"}
 
 
 def test_pool_T_by_hand():
     # Two workers, five samples each. Each forward's five ops take 1 ms, its wall 6 ms: the
     # timers miss 1 - 5/6 of it. Two samples (one a one-thread one) lasted 9 ms of a 10 ms
-    # minimum.
+    # minimum. One more sample ran while the canary was 2x slow: 4 ms an op, set aside.
     a = {"samples": [sample(1, n=10)] * 4 + [sample(1, n=12, batch_s=0.009)], "faults": 11,
-         "overhead": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": []}
-    b = {"samples": [sample(1, n=10)] * 5, "faults": 0, "overhead": [1.05, 1.06, 1.07, 1.08, 1.09],
+         "timer_ratios": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": [], "canary_s": 0.001}
+    b = {"samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
+         "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09], "canary_s": 0.002,
          "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
     row = perf.pool_T(64, [a, b], min_time=0.010)
-    assert (row["samples"], row["workers"], row["forwards_per_sample"]) == (10, 2, [10, 12])
+    assert (row["sample_count"], row["workers"], row["forwards_per_sample"]) == (11, 2, [10, 12])
+    assert row["samples_set_aside"] == 1 and row["set_aside_by_canary_part"] == {"blas": 1}
+    assert row["canary_ratios"] == [1.0] * 10 + [2.0] and row["set_aside_median_ratio"] == 2.0
+    assert row["figures_from"] == "kept samples"
+    # The figures: the ten kept samples, 1 ms each; over all eleven, the 25th percentile too.
+    assert row["ops"]["softmax"]["time_s"] == 0.001 and row["ops"]["softmax"]["min_s"] == 0.001
+    assert row["ops"]["softmax"]["all_samples_time_s"] == 0.001
+    assert row["ops"]["softmax"]["median_s"] == 0.001 and row["forward_s"] == pytest.approx(0.005)
     assert row["samples_below_min_time"] == 2 and row["shortest_sample_s"] == 0.009
     assert row["accounting_gap"] == pytest.approx(1 - 5 / 6)
-    assert row["page_faults_per_forward"] == pytest.approx(11 / 102)  # 11 faults, 102 forwards
+    # 11 faults over 4 * 10 + 12 + 5 * 10 + 10 = 112 forwards (the set-aside sample's too)
+    assert row["page_faults_per_forward"] == pytest.approx(11 / 112)
+    # The canary's cost: 3 ms over the samples' 4 * 60 + 9 + 5 * 60 + 240 ms.
+    assert row["canary_cost"] == pytest.approx(0.003 / 0.789)
     # The ten ratios' median 1.045 and its interval, X(2) and X(9): 1.01 and 1.08.
     assert row["instrumentation_overhead"] == pytest.approx(0.045)
     assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.08])
-    assert row["ops"]["softmax"]["time_s"] == 0.001
     # A platform that counts no page faults: unknown, not zero.
     assert perf.pool_T(64, [{**a, "faults": None}, b], 0.01)["page_faults_per_forward"] is None
+    # Every sample slow: the figures from all of them, and the row says so.
+    slow = {**a, "samples": [sample(3, ratio=1.5)] * 4}
+    row = perf.pool_T(64, [slow], 0.01)
+    assert row["figures_from"] == "all samples: the canary kept none"
+    assert row["ops"]["softmax"]["time_s"] == 0.003 and row["samples_set_aside"] == 4
 
 
 def test_threading_windows_by_hand():
@@ -114,9 +132,10 @@ def test_threading_windows_by_hand():
 def copy_workers(levels, check, matmul=100.0):
     """Worker results of the copies: {level: [(one thread, all threads) per repeat]}, one
     repeat per worker, the check on all threads."""
-    return [{"copy": {name: {"1": [reps[i][0]], "all": None if reps[i][1] is None else
-                             [reps[i][1]]} for name, reps in levels.items()},
-             "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
+    rep = lambda rate: [{"rate": rate, "canary_ratio": 1.0}]  # noqa: E731  a repeat, not slow
+    return [{"copy": {name: {"1": rep(reps[i][0]), "all": None if reps[i][1] is None else
+                             rep(reps[i][1])} for name, reps in levels.items()},
+             "copy_check": {"DRAM": rep(check[i])}, "matmul": rep(matmul + i)}
             for i in range(len(check))]
 
 
@@ -138,7 +157,7 @@ def test_copy_ceilings_by_hand():
     c = ceilings(dram=[(20, 30), (21, 29), (22, 28), (23, 27), (24, 26)], check=[29] * 5)
     dram = c["levels"]["DRAM"]
     assert dram["GBps_1thread"] == 23 and dram["GBps_all_threads"] == 29
-    assert (dram["GBps"], dram["threads"], dram["repeats"]) == (29, "all", 5)
+    assert (dram["GBps"], dram["GBps_from"], dram["repeats"]) == (29, "all_threads", 5)
     assert dram["GBps_repeats_range"] == [26, 30]
     # Five values cannot give a 95 % interval of a 75th percentile: the full range, and the
     # coverage it has, 1 - 0.75^5 - 0.25^5.
@@ -149,10 +168,10 @@ def test_copy_ceilings_by_hand():
     assert c["matmul"]["intensity"] == 100  # 2 n^3 / (12 n^2) at n = 600
     # One thread faster than all on its statistic: the level is one thread's.
     slow_all = ceilings(dram=[(30, 20)] * 5, check=[20] * 5)["levels"]["DRAM"]
-    assert (slow_all["GBps"], slow_all["threads"]) == (30, 1)
+    assert (slow_all["GBps"], slow_all["GBps_from"]) == (30, "1thread")
     # A 64 KiB copy slower than larger levels: numpy's call overhead, not the cache.
-    assert c["levels"]["L2"]["call_overhead_bound"] is True
-    assert c["levels"]["L3"]["call_overhead_bound"] is False
+    assert c["levels"]["L2"]["call_cost_bound"] is True
+    assert c["levels"]["L3"]["call_cost_bound"] is False
     # The L3 copy (45) is not within 10 % of DRAM's 29: it keeps its own roof.
     assert c["levels"]["L3"]["same_roof_as_DRAM"] is False
     flat = ceilings(dram=[(20, 30)] * 5, check=[30] * 5, l3=[(31, 33)] * 5)
@@ -172,10 +191,10 @@ def test_plateau_rule_at_its_boundary():
 def test_ridge_interval_by_hand():
     measured = {"beta_peak_GBps": 20.0, "beta_peak_interval": [16.0, 25.0],
                 "pi_peak_GFLOPS": 150.0, "pi_peak_interval": [120.0, 200.0], "levels": {}}
-    c = perf.choose_ceilings(None, measured)
+    c = perf.ceilings_and_ridge(None, measured)
     # ridge 150 / 20 = 7.5; interval: lowest pi over highest beta, highest over lowest.
     assert c["ridge"] == 7.5 and c["ridge_interval"] == [120 / 25, 200 / 16]
-    given = perf.choose_ceilings({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0,
+    given = perf.ceilings_and_ridge({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0,
                                   "source": "phase1", "depends_on": "x"}, measured)
     # Phase 1 gives one number each: no interval, the ridge is a point.
     assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_interval"] == [250 / 15] * 2

@@ -9,16 +9,19 @@ QUIET_FREQ = {"governor": "performance", "turbo": "on"}
 
 
 def cpu(wall, busy, total, steal=0.0, procs=None, at=1000.0):
-    return {"clock": wall, "time": at + wall, "busy": busy, "total": total, "steal": steal,
+    return {"perf_s": wall, "epoch_s": at + wall, "busy": busy, "total": total, "steal": steal,
             "procs": procs or {}}
 
 
-def worker(preempted=0, sampling_s=10.0, MHz=()):
-    return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz)}
+def worker(preempted=0, sampling_s=10.0, MHz=(), compute_us=(40, 40, 40, 40)):
+    """A warm worker's record: its preemptions, cpufreq's MHz (none: a VM) and its canary's
+    one-thread compute part, a reading per batch."""
+    return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz),
+            "canary_readings": [{"compute": us / 1e6, "blas": 60e-6} for us in compute_us]}
 
 
 def verdict(**parts):
-    return perf.verdict_of({k: v for p in parts.values() for k, v in p.items()})
+    return perf.verdict_from({k: v for p in parts.values() for k, v in p.items()})
 
 
 def reasons(v):
@@ -91,24 +94,24 @@ def window(T, ratio, one_ms=1.0):
 
 
 def test_two_threads_slower_than_one_advise_one_thread_with_its_figures_and_its_price():
-    v = verdict(a=perf.cooperation_check([window(256, 1.40), window(512, 1.32)], threads_ran=2))
+    v = verdict(a=perf.cooperation_checks([window(256, 1.40), window(512, 1.32)], threads_ran=2))
     assert v["verdict"] == "disturbed"
     assert reasons(v)[0].startswith("2 BLAS threads took 1.32x one thread's time on av at "
                                     "T = 512 (limit 0.9): the cores are not cooperating")
     assert v["failed"][0]["remedy"] == (
         "in the same windows one thread ran av at T = 512 in 1.00 ms, 2 threads in 1.32 ms (one "
-        "thread: scores 0.60 ms, softmax 2.50 ms, forward 4.50 ms): rerun with OMP_NUM_THREADS=1 "
+        "thread: scores 0.60 ms, softmax 2.50 ms, total 4.50 ms): rerun with OMP_NUM_THREADS=1 "
         "and say so in your README; pi, the ridge and the classes of scores and av move with it, "
         "so compare such a run only with other one-thread runs")
     assert v["failed"][0]["do"] == "rerun with OMP_NUM_THREADS=1"
-    good = verdict(a=perf.cooperation_check([window(512, 0.75)], 2))
+    good = verdict(a=perf.cooperation_checks([window(512, 0.75)], 2))
     assert good["verdict"] == "quiet" and good["unknown"] == []
 
 
 def test_threads_that_help_too_little_do_not_advise_one_thread():
     # Two threads at 0.95x one thread's time: past the limit, but one thread was not faster in
     # the same windows: the run does not back OMP_NUM_THREADS=1, and does not advise it.
-    v = verdict(a=perf.cooperation_check([window(512, 0.95)], threads_ran=2))
+    v = verdict(a=perf.cooperation_checks([window(512, 0.95)], threads_ran=2))
     assert v["verdict"] == "disturbed" and "rerun with OMP" not in v["failed"][0]["remedy"]
     assert v["failed"][0]["remedy"].startswith("one thread was not faster in the same windows, "
                                                "so this run does not back OMP_NUM_THREADS=1")
@@ -116,24 +119,41 @@ def test_threads_that_help_too_little_do_not_advise_one_thread():
 
 
 def test_one_blas_thread_is_never_judged_on_cooperation():
-    v = verdict(a=perf.cooperation_check([window(512, 1.5)], threads_ran=1))
+    v = verdict(a=perf.cooperation_checks([window(512, 1.5)], threads_ran=1))
     assert v["verdict"] == "quiet" and v["unknown"] == [] and v["failed"] == []
     assert v["checks"]["threads_cooperate"]["applies"] is False
     # Threads that could cooperate but were never sampled on one thread: unknown, not passed.
-    assert verdict(a=perf.cooperation_check([], 2))["unknown"] == ["threads_cooperate"]
+    assert verdict(a=perf.cooperation_checks([], 2))["unknown"] == ["threads_cooperate"]
 
 
 def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
     workers = [worker(MHz=[2900, 2900, 2850]), worker(MHz=[2500]), worker(MHz=[2175, 2175])]
     v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, workers))
     assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
+    assert v["checks"]["clock_drop"]["basis"] == "cpufreq"
     assert "2900 MHz in the first worker and 2175 MHz in the last (-25%)" in reasons(v)[0]
     assert v["failed"][0]["do"] == "AC power, performance governor"
     assert "sudo cpupower frequency-set -g performance" in v["failed"][0]["remedy"]
     steady = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [worker(MHz=[2900])] * 3))
     assert steady["verdict"] == "quiet"
-    no_clock = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [worker(), worker()]))
-    assert no_clock["unknown"] == ["clock_drop"]
+
+
+def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
+    # No MHz (a VM, macOS, Windows). The first warm worker's compute part reads 40, 40, 41, 60 us:
+    # its 25th percentile (numpy's linear) is 40; the last's reads 50, 50, 52, 80: 50. The
+    # speed fell by 1 - 40/50 = 20 %, past the limit of 10 %: judged, and failed.
+    first, last = worker(compute_us=(40, 40, 41, 60)), worker(compute_us=(50, 50, 52, 80))
+    v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, worker(), last]))
+    assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.2)
+    assert v["checks"]["clock_drop"]["basis"] == "canary"
+    assert "took 40.0 us in the first warm worker and 50.0 us in the last (-20%)" in reasons(v)[0]
+    # A slow episode in the last worker that its fastest quarter escapes is not a sustained fall.
+    episode = worker(compute_us=(40, 40, 60, 60))
+    assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \
+        "quiet"
+    # One worker: nothing to compare, unknown.
+    assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first]))["unknown"] == [
+        "clock_drop"]
 
 
 def test_a_governor_that_changes_mid_run_is_disturbed():

@@ -8,18 +8,22 @@ redraws the pictures, --compare A B sets run B beside run A. The code measured i
 purpose (tuning it is Phase 27's); the measurement is not.
 
 The file reads top to bottom as the data flows; run_lab, near the end, conducts a run. Where to
-look: each op's timer, attention_forward_timed; time_s, run_for, then the sweep's section in
-order (the protocol, sample_forwards, share_samples, take_samples, summarize, pool_T,
-pool_sweep); beta, pi and the ridge, the ceilings' section, from rate_estimate to
-choose_ceilings; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
+look: each op's timer, attention_forward_timed; the bytes of every array, forward_arrays;
+time_s, run_for and the canary (watched), then the sweep's section in order (the protocol,
+sample_forwards, plan_rounds, take_samples, summarize, pool_T, pool_sweep); beta, pi and the
+ridge, the ceilings' section, from rate_estimate to ceilings_and_ridge; the softmax's predicted
+time, softmax_model; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
 """
 
 import argparse
+import bisect
+import collections
 import ctypes
 import datetime
 import gc
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -50,10 +54,10 @@ PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_o
 
 # The lab's experiment.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
-KEYS = OPS + ("total",)              # attention_forward_timed's dict, as the lab spells it
+TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 T_SWEEP = (64, 128, 256, 512)
-T_FOCUS = 512                        # the lab's T of focus: results_summary, the softmax's ratio,
-                                     # the anatomies and Phase 27's preview (else the largest T)
+KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
+                                     # the anatomy and Phase 27's preview (else the largest T)
 # The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
@@ -62,17 +66,25 @@ COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well und
 TIME_QUANTILE = 0.25      # time_s: the fast side of an op's samples (interference only adds time)
 CEILING_QUANTILE = 1 - TIME_QUANTILE  # a ceiling: the same fast side of its repeats' rates
 CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
-OVERHEAD_SHARE = 1 / 24   # each half of a timed/untimed pair: this share of its sample's forwards
+TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
+
+# The canary: a small fixed workload read between every two timed batches of a worker; a batch
+# whose canary, read before and after it, ran slow is set aside from the figures.
+CANARY_REFERENCE = 0.10   # the machine's fast state: this quantile of all canary readings of a run
+CANARY_SLOW = 1.15        # a batch is slow when a canary part took this much over its reference
+KEEP_AT_LEAST = 0.25      # per T, this share of the planned samples must remain: as many as the
+                          # 25th percentile rests on in a run that sets none aside
 
 # Thresholds of the analysis, the verdict and --compare.
 SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call overhead
+CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
-CLOCK_DROP_LIMIT = 0.10   # the cores' clock may fall this much from the first worker to the last
+CLOCK_DROP_LIMIT = 0.10   # the cores' clock (or the canary's compute) may fall this much from the
+                          # first warm worker to the last
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 STATE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
@@ -172,63 +184,77 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
     forward. numpy is eager: each result exists when its call returns."""
     mask = causal_mask(len(x)) if mask is None else mask
-    clock = time.perf_counter_ns
-    t0 = clock()
+    now = time.perf_counter_ns
+    t0 = now()
     Q, K, V = qkv_proj(x, mha)
-    t1 = clock()
+    t1 = now()
     S = scores(Q, K, mha.n_heads)
-    t2 = clock()
+    t2 = now()
     A = softmax(S, mask)
-    t3 = clock()
+    t3 = now()
     O = av(A, V, mha.n_heads)
-    t4 = clock()
+    t4 = now()
     out = out_proj(O, mha)
-    t5 = clock()
+    t5 = now()
     times = {"qkv_proj": (t1 - t0) * 1e-9, "scores": (t2 - t1) * 1e-9,
              "softmax": (t3 - t2) * 1e-9, "av": (t4 - t3) * 1e-9,
              "out_proj": (t5 - t4) * 1e-9, "total": (t5 - t0) * 1e-9}
     return (times, out) if return_output else times
 
 
-def overhead_ratio(x, mha, mask, n, r):
+def timer_cost_ratio(x, mha, mask, n, r):
     """What the six timers cost: m timed over m untimed forwards (m a small share of the
     sample's n), back to back in an order that alternates with the round r."""
-    m, clock, secs = max(1, int(n * OVERHEAD_SHARE)), time.perf_counter_ns, {}
+    m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
     for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
-        t0 = clock()
+        t0 = now()
         for _ in range(m):
             f(x, mha, mask)
-        secs[f] = clock() - t0
+        secs[f] = now() - t0
     return secs[attention_forward_timed] / secs[attention_forward]
 
 
 # ----------------------------------------------------------------------------------------------
-# What each op costs (Block D's formulas), in the lab's notation, beside the model.
+# What each array weighs, and what each op costs, in the lab's notation, beside the model.
+
+def forward_arrays(T, d_model, n_heads):
+    """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
+    the one byte model that the costs, the working sets, the anatomy, the softmax model, the
+    laptop's figures and the memory estimate read."""
+    d, h = d_model, n_heads
+    big, rows = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
+    return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
+            "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": rows, "D": big, "E": big,
+            "s": rows, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
+    # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
+    # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
+
 
 def op_cost(T, d_model, n_heads):
-    """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas."""
-    d, h = d_model, n_heads
+    """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
+    each byte term an array the lab counts (it leaves out the temporaries naive numpy makes)."""
+    a, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
     d_k = d // h
     return {
-        "qkv_proj": (3 * 2 * T * d**2, 3 * (4 * T * d + 4 * d**2)),   # I = T d / (2T + 2d)
-        "scores": (h * 2 * T**2 * d_k, h * (8 * T * d_k + 4 * T**2)),  # I = T d_k / (4 d_k + 2T)
-        "softmax": (h * 5 * T**2, h * 8 * T**2),                       # I = 5/8 ~ 0.6
-        "av": (h * 2 * T**2 * d_k, h * (8 * T * d_k + 4 * T**2)),      # same form as scores
-        "out_proj": (2 * T * d**2, 4 * T * d + 4 * d**2),              # same form as qkv_proj
+        "qkv_proj": (3 * 2 * T * d**2, 3 * (a["x"] + a["W"])),     # 3 (4Td + 4d^2): I = Td/(2T+2d)
+        "scores": (h * 2 * T**2 * d_k, a["Q"] + a["K"] + a["S"]),   # h (8 T d_k + 4 T^2):
+                                                                    # I = T d_k / (4 d_k + 2T)
+        "softmax": (h * 5 * T**2, a["S"] + a["A"]),                 # h 8 T^2: I = 5/8 ~ 0.6
+        "av": (h * 2 * T**2 * d_k, a["A"] + a["V"] + a["O"]),       # same form as scores
+        "out_proj": (2 * T * d**2, a["C"] + a["W"]),                # same form as qkv_proj
     }
+
+
+# The arrays each op reads or writes as naive numpy runs it: its footprint, not its traffic,
+# what has to fit in a cache for the op to work from it.
+OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), "scores": ("Q", "K", "P", "S"),
+             "softmax": ("S", "mask", "Z", "m", "D", "E", "s", "A"), "av": ("A", "V", "O"),
+             "out_proj": ("O", "C", "out", "W")}
 
 
 def working_set(T, d_model, n_heads):
-    """Bytes of the distinct fp32 arrays each op reads or writes as naive numpy runs it (its
-    footprint, not its traffic): what has to fit in a cache for the op to work from it."""
-    d, h = d_model, n_heads
-    return {
-        "qkv_proj": 4 * (T * d + 3 * d * d + 3 * T * d),  # x, W_Q, W_K, W_V, Q, K, V
-        "scores": 4 * (2 * T * d + 2 * h * T * T),        # Q, K, Q K^T, S = that / sqrt(d_k)
-        "softmax": 4 * (5 * h * T * T + T * T),           # S, Z = S + mask, Z - m, E, A; mask
-        "av": 4 * (h * T * T + 2 * T * d),                # A, V, out_h
-        "out_proj": 4 * (3 * T * d + d * d),              # out_h, its concat copy, out; W_O
-    }
+    a = forward_arrays(T, d_model, n_heads)
+    return {op: sum(a[name] for name in names) for op, names in OP_ARRAYS.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,24 +309,22 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def current_MHz():
-    """The cores' mean clock from Linux's cpufreq, or None (a VM; elsewhere at best nominal)."""
-    khz = [int(v) for p in SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq")
-           if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
-    return sum(khz) / len(khz) / 1000 if khz else None
+def cpufreq_MHz(name="scaling_cur_freq"):
+    """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
+    elsewhere at best a nominal figure)."""
+    return [int(v) // 1000 for p in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
+            if (v := read_text(p / name, "")).isdigit()]
 
 
 def cpufreq_state():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
     cpus = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
-    mhz = lambda name: sorted({int(v) // 1000 for p in cpus  # noqa: E731
-                               if (v := read_text(p / name, "")).isdigit()})
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
             "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in cpus} - {None}))
-            or None, "cur_MHz": mhz("scaling_cur_freq") or None,
+            or None, "cur_MHz": sorted(set(cpufreq_MHz())) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
 
@@ -354,7 +378,8 @@ def machine_facts():
         ("caches", not caches, "no /sys cache description on this OS"),
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
          "container, or not Linux): the governor cannot be read or set here"),
-        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: its fall is not judged"),
+        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's compute "
+         "part stands for the clock"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
@@ -389,7 +414,7 @@ def threads_plan(flag, hardware):
     return hardware["physical_cores"], hardware["physical_cores"], "default: one per physical core"
 
 
-def blas_threads(flag, hardware):
+def thread_record(flag, hardware):
     """The run's threads record (asked, by whom, what BLAS runs) and the BLAS libraries seen."""
     limit, asked, source = threads_plan(flag, hardware)
     with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
@@ -426,21 +451,22 @@ def machine_load(own_pids):
     procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
              for p in psutil.process_iter(["name", "cpu_times", "create_time"])
              if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
-    return {"clock": time.perf_counter(), "time": time.time(), "busy": busy,
+    return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
             "total": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and intervals: run_for times every batch of a run; quantile_interval makes each interval.
+# Timing and intervals: run_for times every batch of a run, watched reads the canary around it;
+# quantile_interval makes each interval.
 
-def run_for(fn, min_time, clock=time.perf_counter_ns):
+def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
     applied to every batch: none lasts less than min_time, whatever the machine does."""
-    limit, n, t0 = min_time * 1e9, 0, clock()
+    limit, n, t0 = min_time * 1e9, 0, now()
     while True:
         fn()
         n += 1
-        if (elapsed := clock() - t0) >= limit:
+        if (elapsed := now() - t0) >= limit:
             return n, elapsed * 1e-9
 
 
@@ -450,19 +476,79 @@ def quantile_interval(values, q):
     the quantile); too few values: the full range. (low, high, coverage)."""
     x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
     p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
-    ranks = [(u - l, -math.fsum(p[l:u]), l, u) for l in range(1, n) for u in range(l + 1, n + 1)]
-    _, cover, l, u = min([c for c in ranks if -c[1] >= CONFIDENCE]
-                         or [(0, -math.fsum(p[1:n]), 1, n)])
-    return float(x[l - 1]), float(x[u - 1]), -cover
+    below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
+    firsts = ((bisect.bisect_left(below, below[l] + CONFIDENCE, l + 1), l) for l in range(1, n))
+    _, _, l, u = min([(u - l, below[l] - below[u], l, u) for u, l in firsts if u <= n]
+                     or [(0, 0, 1, n)])
+    return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
 
 
+def make_canary():
+    """The canary: two small parts, each timed after one untimed call (its data back in cache
+    after a batch): one thread computing (exp over 64 KiB: the clock) and the BLAS threads (a 128²
+    matmul: cores that sit apart or are shared slow it, and every BLAS op with it). `read` gives
+    {part: seconds}; `last` the latest reading; `spent_s` what reading it has cost so far. (A
+    copy part, tried on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
+    rng = np.random.default_rng(0)
+    z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
+    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}
+
+    def read():
+        reading = {}
+        for name, (fn, calls) in parts.items():
+            fn()
+            t0 = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            reading[name] = (time.perf_counter_ns() - t0) * 1e-9
+        return reading
+    first = read()
+    return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
+
+
+def watched(fn, min_time, canary):
+    """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [the
+    reading before, the reading after]); the reading after is the next batch's before."""
+    before = canary["last"]
+    n, seconds = run_for(fn, min_time)
+    t0 = time.perf_counter()
+    canary["last"] = canary["read"]()
+    canary["readings"].append(canary["last"])
+    canary["spent_s"] += time.perf_counter() - t0
+    return n, seconds, [before, canary["last"]]
+
+
+def canary_reference(readings):
+    """Per part, the CANARY_REFERENCE quantile of every reading of the run: its fast state."""
+    return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
+            for part in readings[0]}
+
+
+def mark_batches(tree, reference):
+    """Every timed batch in a worker's result (a dict with a "canary" pair) gets its canary_ratio,
+    how slow the machine ran around it: its slowest part's time over that part's reference, each
+    part at the faster of its two readings (one reading caught by an interrupt is not a phase);
+    and canary_part, which part that was."""
+    if isinstance(tree, list):
+        for item in tree:
+            mark_batches(item, reference)
+    elif isinstance(tree, dict):
+        if "canary" in tree:
+            before, after = tree["canary"]
+            ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
+            tree["canary_part"] = max(ratios, key=ratios.get)
+            tree["canary_ratio"] = ratios[tree["canary_part"]]
+        for item in tree.values():
+            mark_batches(item, reference)
 # ----------------------------------------------------------------------------------------------
 # The sweep (Block B): what a sample is, how the warm workers share each T's samples, the samples
-# a worker takes, and how the parent pools all of one T's into each op's time_s.
+# a worker takes, and how the parent pools all of one T's into each op's time_s, from the samples
+# the canary kept.
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
 # min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
 # workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
+# The canary is read between every two batches; the figures come from the samples it kept.
 PROFILES = {
     "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
@@ -472,53 +558,56 @@ PROFILES = {
 ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
 
 
-def sample_forwards(x, mha, mask, min_time):
-    """One sample: n timed forwards back to back until min_time has passed; per op its summed
-    time / n, beside n and the batch's wall time (which sees what the timers miss)."""
+def sample_forwards(x, mha, mask, min_time, canary):
+    """One sample: n timed forwards back to back until min_time has passed, between two readings
+    of the canary; per op its summed time / n, beside n and the batch's wall time (which sees
+    what the timers miss)."""
     forwards = []
-    n, batch = run_for(lambda: forwards.append(attention_forward_timed(x, mha, mask)), min_time)
-    return {**{k: math.fsum(t[k] for t in forwards) / n for k in KEYS}, "n": n, "batch_s": batch}
+    n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
+                             min_time, canary)
+    return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
+            "batch_s": batch, "canary": pair}
 
 
-def share_samples(per_T, workers, blas_threads):
-    """How the warm workers share each T's per_T samples: each takes `rounds` rounds of one sample
-    of every T (workers * rounds >= per_T) and repeats some on one BLAS thread, if more ran."""
+def plan_rounds(per_T, workers, threads_ran):
+    """How the warm workers share each T's per_T samples: `rounds`, each worker's rounds of one
+    sample of every T (workers * rounds >= per_T), and the rounds in which it repeats its samples
+    on one BLAS thread (none if one ran: one thread cannot cooperate with itself)."""
     rounds = math.ceil(per_T / workers)
     return rounds, (list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY))
-                    if (blas_threads or 1) > 1 else [])  # one thread cannot cooperate with itself
+                    if (threads_ran or 1) > 1 else [])
 
 
-def take_samples(task, mha):
+def take_samples(task, mha, canary):
     """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
     rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
-    in turn), after one untimed forward. After each sample: its overhead pair and, in the
-    one-thread rounds, the same sample on one BLAS thread. gc off: it would be timed as an op."""
+    in turn), after one untimed forward. After each sample: its timer pair and, in the
+    one-thread rounds, the same sample on one BLAS thread."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
-    out = {T: {"samples": [], "overhead": [], "one_thread": [], "faults": 0} for T in Ts}
+    out = {T: {"samples": [], "timer_ratios": [], "one_thread": [], "faults": 0, "canary_s": 0.0}
+           for T in Ts}
     rounds = range(task["rounds"])
     schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
         if task["interleave"] else [(r, T) for T in Ts for r in rounds]
     switches, t0, started, MHz = preemptions(), time.perf_counter(), time.time(), []
-    gc.disable()
-    try:
-        for r, T in schedule:
-            (x, mask), rec = inputs[T], out[T]
-            if not rec["samples"]:
-                attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-            f0 = page_faults()
-            rec["samples"].append(sample_forwards(x, mha, mask, min_time))
-            rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
-            if task["overhead"]:
-                rec["overhead"].append(overhead_ratio(x, mha, mask, rec["samples"][-1]["n"], r))
-            if r in task["one_thread_rounds"]:
-                with threadpool_limits(1, user_api="blas"):
-                    rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time),
-                                              "after": len(rec["samples"]) - 1})
-            if (mhz := current_MHz()) is not None:
-                MHz.append(mhz)
-    finally:
-        gc.enable()
+    for r, T in schedule:
+        (x, mask), rec = inputs[T], out[T]
+        if not rec["samples"]:
+            attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
+        f0, c0 = page_faults(), canary["spent_s"]
+        rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
+        rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
+        rec["canary_s"] += canary["spent_s"] - c0
+        if task["timer_pairs"] and r % 2 == 0:  # every other round: a pair costs 1/12 of a sample
+            rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
+                                                        r // 2))
+        if r in task["one_thread_rounds"]:
+            with threadpool_limits(1, user_api="blas"):
+                rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary),
+                                          "after": len(rec["samples"]) - 1})
+        if MHz_now := cpufreq_MHz():
+            MHz.append(sum(MHz_now) / len(MHz_now))
     return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
             "sampling_s": time.perf_counter() - t0, "MHz": MHz,
             "preempted": None if switches is None else preemptions() - switches}
@@ -531,123 +620,119 @@ def summarize(per_sample, by_worker):
     time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
     each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
     spread = max(each) / min(each)
-    return {"time_s": float(time_s), "mean_s": float(a.mean()),
+    lo, hi, _ = quantile_interval(a, TIME_QUANTILE)
+    return {"time_s": float(time_s), "time_s_interval": [lo, hi], "mean_s": float(a.mean()),
             "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
             "p75_s": float(p75), "min_s": float(a.min()), "worker_times": each,
             "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
 
 
+def slow(batch):
+    return batch["canary_ratio"] > CANARY_SLOW
+
+
+def kept(batches):
+    """The batches around which the canary did not run slow, or all of them where it kept none
+    (a figure must stand on something; a row says which)."""
+    return [b for b in batches if not slow(b)] or list(batches)
+
+
 def pool_T(T, parts, min_time):
-    """One T's row from `parts`, its workers' records: per op summarize's statistics of all their
-    samples; the proof that each lasted min_time, what the timers cost and miss, the faults."""
+    """One T's row from `parts`, its workers' records: per op summarize's statistics of the
+    samples the canary kept, and time_s over all; how many were set aside and every sample's
+    canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
+    the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
+    by_worker = [[s for s in p["samples"] if not slow(s)] for p in parts]
+    if all_slow := not any(by_worker):
+        by_worker = [p["samples"] for p in parts]
+    basis = sum(by_worker, [])
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
-    row = {"T": T, "samples": len(samples), "workers": len(parts),
-           "ops": {k: summarize([s[k] for s in samples], [[s[k] for s in p["samples"]]
-                                                          for p in parts]) for k in KEYS},
+    ops = {k: {**summarize([s[k] for s in basis], [[s[k] for s in w] for w in by_worker]),
+               "all_samples_time_s": float(np.percentile([s[k] for s in samples],
+                                                         100 * TIME_QUANTILE))}
+           for k in TIMED_KEYS}
+    row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
+           "forward_s": sum(ops[op]["time_s"] for op in OPS),
+           "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
+               collections.Counter(s["canary_part"] for s in samples if slow(s))),
+           "figures_from": "all samples: the canary kept none" if all_slow else "kept samples",
+           "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
+           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in samples
+                                                      if slow(s)])) if any(map(slow, samples))
+           else None,
+           "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
+               s["batch_s"] for s in samples),
            "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
            "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
            "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
-                                              for s in samples])),
+                                              for s in basis])),
            "page_faults_per_forward": None if None in faults else
            sum(faults) / sum(s["n"] for s in samples)}
-    if ratios := [v for p in parts for v in p["overhead"]]:
-        lo, hi, _ = quantile_interval(ratios, 0.5)
-        row.update(overhead_pairs=len(ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
-                   instrumentation_overhead=float(np.median(ratios) - 1))
+    if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
+        lo, hi, _ = quantile_interval(pair_ratios, 0.5)
+        row.update(timer_pairs=len(pair_ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
+                   instrumentation_overhead=float(np.median(pair_ratios) - 1))
     return row
 
 
 def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
-    """A row per T from all the warm workers' samples ("sweep"); the default-heap worker's apart."""
+    """A row per T from all the warm workers' samples, and one from the default-heap worker's."""
     of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
-    return {"sweep": [pool_T(T, of(T, warm_workers), min_time) for T in Ts],
-            "sweep_default_heap": [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]}
-
-
-# ----------------------------------------------------------------------------------------------
-# The anatomy (for Block E's second answer): scores and softmax pass by pass at anatomy_T.
-
-def anatomy_steps(x, mha, mask):
-    """scores and softmax taken apart into naive numpy's passes over the (h, T, T) data, and
-    each op whole: {step: (call on the forward's real data, bytes it moves; None: whole)}."""
-    h = mha.n_heads
-    Q, K, _ = qkv_proj(x, mha)
-    S0 = scores(Q, K, h)
-    A = softmax(S0, mask)  # first, so that its temporaries are gone before ours
-    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
-    scale = math.sqrt(Q.shape[1] // h)
-    P = Qh @ KhT
-    S = P / scale
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    if not np.array_equal(E / s, A):
-        raise RuntimeError("anatomy_steps no longer mirrors scores() and softmax(): update both")
-    del A
-    big = S.nbytes  # one pass over the (h, T, T) fp32 data
-    return {"scores/matmul": (lambda: Qh @ KhT, Q.nbytes + K.nbytes + big),
-            "scores/scale": (lambda: P / scale, 2 * big),
-            "scores/whole": (lambda: scores(Q, K, h), None),
-            "softmax/mask_add": (lambda: S + mask, 2 * big + mask.nbytes),
-            "softmax/max": (lambda: Z.max(axis=-1, keepdims=True), big),
-            "softmax/subtract": (lambda: Z - m, 2 * big),
-            "softmax/exp": (lambda: np.exp(D), 2 * big),
-            "softmax/sum": (lambda: E.sum(axis=-1, keepdims=True), big),
-            "softmax/divide": (lambda: E / s, 2 * big),
-            "softmax/whole": (lambda: softmax(S0, mask), None)}
-
-
-def time_anatomy(task, mha):
-    """One sample of every anatomy step at anatomy_T, after one untimed call: seconds per call."""
-    T, out = task["anatomy_T"], {}
-    for name, (fn, nbytes) in anatomy_steps(make_input(T, mha, task["seed"]), mha,
-                                             causal_mask(T)).items():
-        fn()
-        n, seconds = run_for(fn, task["min_time"])
-        out[name] = {"seconds": seconds / n, "bytes": nbytes, "batch_s": seconds}
-    return out
+    return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
+            [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
 
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings (Block D): each level's copy and pi, timed by Phase 1's method in each warm worker
-# after its anatomy and estimated on the fast side like the ops; or Phase 1's manifest (or
-# --roofline) when given. Then the ridge and its interval.
+# after its samples, each repeat between two readings of the canary, and estimated on the fast
+# side like the ops; or Phase 1's manifest (or --roofline) when given. Then the ridge.
 
-def copy_rates(src, dst, threads, reps, min_time):
+def copy_buffers(nbytes):
+    """Source and destination of a copy whose working set is nbytes, in one block, the
+    destination half a page from the source (modulo pages): on AMD Zen, glibc's memmove (rep
+    movsb) copies ten times slower when dst - src is a few bytes past a multiple of 4 KiB, as
+    back-to-back heap buffers are; that would measure the CPU's pitfall, not the cache."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
+
+
+def copy_rates(nbytes, n_threads, reps, min_time, canary):
     """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
-    on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
+    on more threads each copies a slice (numpy releases the GIL). `reps` repeats: GB/s, canary."""
+    src, dst = copy_buffers(nbytes)
     N = src.size
-    parts = [slice(i * N // threads, (i + 1) * N // threads) for i in range(threads)]
-    with ThreadPoolExecutor(threads) as pool:
-        copy = (lambda: np.copyto(dst, src)) if threads == 1 else \
-            (lambda: list(pool.map(lambda p: np.copyto(dst[p], src[p]), parts)))
+    parts = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
+    with ThreadPoolExecutor(n_threads) as executor:
+        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
+            (lambda: list(executor.map(lambda p: np.copyto(dst[p], src[p]), parts)))
         copy()  # untimed: first touch of both buffers, threads started
-        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
+        return [{"rate": 8 * N * n / s / 1e9, "canary": pair}
+                for n, s, pair in (watched(copy, min_time, canary) for _ in range(reps))]
 
 
-def matmul_rates(n, reps, min_time):
-    """pi's kernel, a large fp32 matmul: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6). GFLOPS of
-    `reps` repeats."""
+def matmul_rates(n, reps, min_time, canary):
+    """pi's kernel, a large fp32 matmul: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6). `reps`
+    repeats: GFLOPS, canary."""
     a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
     a @ b
-    return [2 * n**3 * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
-                                                for _ in range(reps))]
+    return [{"rate": 2 * n**3 * k / s / 1e9, "canary": pair}
+            for k, s, pair in (watched(lambda: a @ b, min_time, canary) for _ in range(reps))]
 
 
 def copy_levels(hardware, dram_bytes=None):
     """The working set (source + destination) that measures each level: half of each data cache
-    past L1 (an L1 copy times numpy's call overhead), DRAM four times past the last and at half
-    that (the plateau check), none over COPY_MAX_BYTES."""
+    (an L1 copy may time numpy's per-call cost rather than the cache: combine_ceilings says
+    which), DRAM four times past the last and at half that (the plateau check), none over
+    COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
     llc = max(caches.values(), default=8 << 20)
-    caches = {name: size for name, size in caches.items() if not name.startswith("L1")}
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
                      "shared": size == llc} for name, size in sorted(caches.items())}
     dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
@@ -656,41 +741,30 @@ def copy_levels(hardware, dram_bytes=None):
     return levels
 
 
-def time_ceilings(spec, min_time):
+def time_ceilings(spec, min_time, canary):
     """This worker's repeats of every ceiling, after its samples (a 256 MiB copy evicts their
     caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul."""
-    cpus = spec["copy_threads"]
-
-    def copies(nbytes, thread_counts, reps):
-        # Two buffers of half the working set in one block, the destination half a page from the
-        # source (modulo pages): on AMD Zen, glibc's memmove (rep movsb) copies ten times slower
-        # when dst - src is a few bytes past a multiple of 4 KiB, as back-to-back heap buffers
-        # are; that would measure the CPU's pitfall, not the cache.
-        n = nbytes // 8
-        gap = (2048 - 4 * n) % 4096 // 4
-        block = np.ones(2 * n + gap, dtype=np.float32)
-        return [copy_rates(block[:n], block[n + gap:], k, reps, min_time) for k in thread_counts]
-
-    out = {"copy": {}, "copy_check": {}}
+    cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        both = cpus > 1 and lv["shared"]
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        one, *alls = copies(lv["bytes"], [1, cpus] if both else [1], reps)
-        out["copy"][name] = {"1": one, "all": alls[0] if alls else None}
+        out["copy"][name] = {"1": copy_rates(lv["bytes"], 1, reps, min_time, canary),
+                             "all": copy_rates(lv["bytes"], cpus, reps, min_time, canary)
+                             if cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):
-            out["copy_check"][name] = copies(lv["check_bytes"], [cpus], spec["cache_reps"])[0]
-    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
+            out["copy_check"][name] = copy_rates(lv["check_bytes"], cpus, spec["cache_reps"],
+                                                 min_time, canary)
+    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time, canary)
     return out
 
 
-
-
-def rate_estimate(rates):
-    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
-    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
+def rate_estimate(repeats):
+    """A ceiling from its repeats that the canary kept: the 75th percentile of their rates (the
+    fast side, as time_s is of times: interference only slows a repeat) and its CONFIDENCE
+    interval; the full range and the number set aside beside."""
+    rates = [r["rate"] for r in kept(repeats)]
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
     return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
-            "coverage": cover, "repeats": len(rates),
+            "coverage": cover, "repeats": len(rates), "set_aside": len(repeats) - len(rates),
             "repeats_range": [float(min(rates)), float(max(rates))]}
 
 
@@ -702,13 +776,14 @@ def copy_estimate(runs):
     best = alls if alls and alls["value"] > one["value"] else one
     return {"GBps": best["value"], "GBps_interval": best["interval"],
             "interval_coverage": best["coverage"], "repeats": best["repeats"],
-            "GBps_repeats_range": best["repeats_range"], "threads": "all" if best is alls else 1,
+            "repeats_set_aside": best["set_aside"], "GBps_repeats_range": best["repeats_range"],
+            "GBps_from": "all_threads" if best is alls else "1thread",
             "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
 
 
 def combine_ceilings(per_worker, spec):
     """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
-    within PLATEAU), numpy's call overhead, no roof of their own. Beta: the larger DRAM copy's."""
+    within PLATEAU), numpy's per-call cost, no roof of their own. Beta: the larger DRAM copy's."""
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in per_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
@@ -718,15 +793,17 @@ def combine_ceilings(per_worker, spec):
     for name, lv in levels.items():
         if name != "DRAM":
             others = [v["GBps"] for n, v in levels.items() if n != name]
-            lv["call_overhead_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
-            lv["same_roof_as_DRAM"] = not lv["call_overhead_bound"] and \
+            lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
+            lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+            "beta_repeats_set_aside": dram["repeats_set_aside"],
             "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
-            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
+            "pi_repeats": pi["repeats"], "pi_repeats_set_aside": pi["set_aside"],
+            "pi_repeats_range": pi["repeats_range"],
             "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
@@ -750,7 +827,7 @@ def read_ceilings(path):
     return out
 
 
-def choose_ceilings(given, measured):
+def ceilings_and_ridge(given, measured):
     """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
     pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
     c = dict(measured) if given is None else {
@@ -763,8 +840,93 @@ def choose_ceilings(given, measured):
 
 
 # ----------------------------------------------------------------------------------------------
+# The anatomy and what the softmax model stands on (Block E's second answer): scores and the
+# softmax pass by pass at the sweep's T; the same passes on tiny arrays (what a call costs); a copy
+# at each pass's own working set (what its bytes cost). The passes' times at the sweep's T test
+# the model; they are never its inputs (softmax_model, in the analysis).
+
+PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
+FIT_SHAPES = ((4, 16), (32, 16), (8, 64), (2, 256))  # (rows a head, row length): arrays <= 8 KiB,
+                                                     # three at a time in L1
+PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
+               "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
+               "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
+               "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
+
+
+def pass_bytes(T, d_model, n_heads):
+    """Bytes each pass reads and writes, each array once: its traffic and its working set."""
+    a = forward_arrays(T, d_model, n_heads)
+    return {step: sum(a[k] for k in arrays) for step, arrays in PASS_ARRAYS.items()}
+
+
+def softmax_passes(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def anatomy_steps(x, mha, mask):
+    """scores and softmax taken apart into naive numpy's passes, and each op whole: {step: call
+    on the forward's real data}; every array checked against the forward and forward_arrays."""
+    h = mha.n_heads
+    Q, K, _ = qkv_proj(x, mha)
+    S0 = scores(Q, K, h)
+    A = softmax(S0, mask)  # first, so that its temporaries are gone before ours
+    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
+    scale = math.sqrt(Q.shape[1] // h)
+    P = Qh @ KhT
+    S = P / scale
+    calls, (Z, m, D, E, s) = softmax_passes(S, mask)
+    real = dict(Q=Q, K=K, P=P, S=S, mask=mask, Z=Z, m=m, D=D, E=E, s=s, A=A)
+    model = forward_arrays(len(x), Q.shape[1], h)
+    if not np.array_equal(E / s, A) or any(v.nbytes != model[k] for k, v in real.items()):
+        raise RuntimeError("anatomy_steps no longer mirrors the forward or forward_arrays")
+    del A, real
+    return {"scores/matmul": lambda: Qh @ KhT, "scores/scale": lambda: P / scale,
+            "scores/whole": lambda: scores(Q, K, h),
+            **{f"softmax/{p}": call for p, call in calls.items()},
+            "softmax/whole": lambda: softmax(S0, mask)}
+
+
+def time_anatomy(task, mha, canary):
+    """One sample of each step at each of the task's T (all at anatomy_T, the softmax's passes
+    elsewhere), and of each pass on the task's FIT_SHAPES, each after one untimed call: seconds
+    per call, with its canary."""
+    def one(fn):
+        fn()
+        n, seconds, pair = watched(fn, task["min_time"], canary)
+        return {"seconds": seconds / n, "batch_s": seconds, "canary": pair}
+    out = {str(T): {name: one(fn) for name, fn in anatomy_steps(
+        make_input(T, mha, task["seed"]), mha, causal_mask(T)).items()
+        if T == task["anatomy_T"] or name.startswith("softmax/") and not name.endswith("whole")}
+        for T in task["anatomy_Ts"]}
+    rng = np.random.default_rng(task["seed"])
+    for rows, length in task["fit_shapes"]:
+        S = rng.standard_normal((task["n_heads"], rows, length)).astype(np.float32)
+        mask = np.triu(np.full((rows, length), -np.inf, np.float32), 1 + max(0, length - rows))
+        calls = softmax_passes(S, mask)[0]  # a causal mask's last rows: every row sees a key
+        out[f"{rows}x{length}"] = {f"softmax/{p}": one(fn) for p, fn in calls.items()}
+    return out
+
+
+def time_pass_copies(task, canary):
+    """One thread's copy at each working set of the task's list: GB/s, with its canary."""
+    return {str(nbytes): copy_rates(nbytes, 1, 1, task["min_time"], canary)
+            for nbytes in task["pass_copy_bytes"]}
+
+
+# ----------------------------------------------------------------------------------------------
 # One worker (Block B): a fresh process (`perf.py --worker`) runs its task: its samples, then
-# the anatomy and its ceiling repeats. It only measures; the parent only spawns.
+# the anatomy, its copies for the softmax model and its ceiling repeats, the canary read between
+# every two batches. It only measures; the parent only spawns.
 
 def keep_heap():
     """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
@@ -778,23 +940,33 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit", "heap",
-             "rounds", "interleave", "overhead", "one_thread_rounds", "anatomy_T", "ceiling_spec")
+TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
+             "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "anatomy_T",
+             "anatomy_Ts", "fit_shapes", "pass_copy_bytes", "ceiling_spec")
 
 
 def worker_job(task):
-    """A worker's whole job, in a fresh process or (--in-process) here."""
-    heap = keep_heap() if task["heap"] == "warm" else {"mode": "default",
-                                                         "control": "the allocator's defaults"}
+    """A worker's whole job, in a fresh process or (--in-process) here; gc off while it measures
+    (a collection would be timed as an op, in the samples and the passes alike)."""
+    heap = keep_heap() if task["heap_mode"] == "warm" else {
+        "mode": "default", "control": "the allocator's defaults"}
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
     with threadpool_limits(task["threads_limit"], user_api="blas"):
-        sampled = take_samples(task, mha)
-        anatomy = time_anatomy(task, mha) if task["anatomy_T"] else None
-        repeats = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
+        canary = make_canary()
+        gc.disable()
+        try:
+            sampled = take_samples(task, mha, canary)
+            anatomy = time_anatomy(task, mha, canary)
+            pass_copies = time_pass_copies(task, canary)
+            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"],
+                                                           canary)
+        finally:
+            gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "anatomy": anatomy, "ceiling_repeats": repeats, "heap": heap,
-            "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
-            "cpu_s": time.process_time(), "peak_rss_MiB": peak_rss_MiB()}
+    return {**sampled, "anatomy": anatomy, "pass_copies": pass_copies, "ceiling_rates": rates,
+            "canary_readings": canary["readings"], "heap": heap, "blas_threads": ran,
+            "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
+            "peak_rss_MiB": peak_rss_MiB()}
 
 
 def worker_entry():
@@ -849,31 +1021,44 @@ def spawn_one(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
+def share(items, i, workers):
+    """Worker i's share of items, dealt round-robin over the workers; at least one item each."""
+    return [x for j, x in enumerate(items) if j % workers == i] or [items[i % len(items)]]
+
+
 def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts: each one's task (the
     default-heap worker's first), and the seconds a warm worker takes."""
     prof = PROFILES["quick" if args.quick else "default"]
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     workers = min(args.workers or prof["workers"], per_T)
-    rounds, one_thread = share_samples(per_T, workers, threads["blas_threads"])
+    rounds, one_thread = plan_rounds(per_T, workers, threads["blas_threads"])
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / workers),
             "cache_reps": math.ceil(prof["cache_repeats"] / workers),
             "matmul_n": prof["matmul_n"]}
-    n_batches = len(args.T) * (rounds * (1 + 2 * OVERHEAD_SHARE) + len(one_thread)) + 10 + \
-        spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, anatomy steps, ceiling repeats
+    anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
+    others = [T for T in args.T if T != anatomy_T] or [anatomy_T]
+    copies = sorted({b for T in args.T for step, b in pass_bytes(T, args.d_model,
+                                                                 args.n_heads).items()
+                     if step.startswith("softmax/")})  # a copy at each pass's working set
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["limit"]}
-    dflt = {**base, "label": "default-heap", "heap": "default", "interleave": False, "overhead":
-            False, "rounds": min(prof["default_heap_samples"], per_T), "one_thread_rounds": [],
-            "anatomy_T": None, "ceiling_spec": None}
-    warm = {**base, "heap": "warm", "interleave": True, "overhead": True, "rounds": rounds,
-            "one_thread_rounds": one_thread, "ceiling_spec": spec,
-            "anatomy_T": T_FOCUS if T_FOCUS in args.T else max(args.T)}
+            "min_time": args.min_time, "threads_limit": threads["limit"], "anatomy_T": anatomy_T}
+    dflt = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
+            "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
+            "one_thread_rounds": [], "anatomy_Ts": [], "fit_shapes": [], "pass_copy_bytes": [],
+            "ceiling_spec": None}
+    warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
+             "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
+             "ceiling_spec": spec, "pass_copy_bytes": share(copies, i, workers),
+             "anatomy_Ts": sorted({anatomy_T, *share(others, i, workers)}),
+             "fit_shapes": share(FIT_SHAPES, i, workers)} for i in range(workers)]
+    n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE) + len(one_thread)) + 24 + \
+        len(copies) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_samples": dflt["rounds"], "anatomy_T": warm["anatomy_T"],
+            "default_heap_samples": dflt["rounds"], "anatomy_T": anatomy_T,
             "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
-            "tasks": [dflt] + [{**warm, "label": f"{i + 1}/{workers}"} for i in range(workers)]}
+            "tasks": [dflt] + warm}
 
 
 def spawn_all(plan, in_process):
@@ -884,7 +1069,8 @@ def spawn_all(plan, in_process):
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['rounds']} rounds over T={task['T_sweep']}")
         done.append(spawn_one(task, in_process, timeout))
-        t1 = t1 if n else time.perf_counter()  # the warm workers' pace gives the time left
+        if n == 0:  # from here, the warm workers' pace gives the time left
+            t1 = time.perf_counter()
         left = (time.perf_counter() - t1) / max(1, n) * (len(plan["tasks"]) - n - 1)
         say(f"worker {task['label']} done" + f"  (~{left:.0f} s left)" * (n > 0 and left > 0))
     return done[0], done[1:]
@@ -896,16 +1082,17 @@ def spawn_all(plan, in_process):
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
-    ridge's interval) and its own level; forward_s, a bar's height, is the five ops' sum."""
+    ridge's interval) and against the roof of the smallest level its working set fits (a level
+    bound by numpy's per-call cost has no roof)."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_interval"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
-    row["forward_s"] = sum(row["ops"][op]["time_s"] for op in OPS)
     flops_all = sum(f for f, _ in cost.values())
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
         level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
-                     if (lv["capacity_bytes"] or 0) >= ws[op]], default=(0, "DRAM"))[1]
+                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_bound")],
+                    default=(0, "DRAM"))[1]
         level_beta = ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
                  attainable_gflops=min(pi, beta * I),
@@ -938,12 +1125,14 @@ def thresholds(d_k, ridge, ridge_interval):
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
 
 
-def on_lab_laptop(n_heads):
-    """The lab's i5-8250U by the curriculum's figures: its ridge (pi over the range of beta), and
-    the T from which the softmax's 4 (5 h T^2 + T^2) bytes no longer fit its L3."""
+def on_lab_laptop(d_model, n_heads):
+    """Predictions for the lab's i5-8250U from the curriculum's figures (LAB_LAPTOP), never
+    measured here: its ridge (pi over the range of beta), and the first T whose softmax working
+    set no longer fits its L3."""
     lo, hi = (LAB_LAPTOP["pi_GFLOPS"] / b for b in LAB_LAPTOP["beta_GBps"][::-1])
-    return {**LAB_LAPTOP, "ridge_range": [lo, hi], "softmax_spills_past_T": math.sqrt(
-        LAB_LAPTOP["caches_bytes"]["L3"] / (4 * (5 * n_heads + 1)))}
+    l3 = LAB_LAPTOP["caches_bytes"]["L3"]
+    spills = next(T for T in range(1, 1 << 16) if working_set(T, d_model, n_heads)["softmax"] > l3)
+    return {**LAB_LAPTOP, "ridge_range": [lo, hi], "softmax_spills_from_T": spills}
 
 
 def expected_observations(rows):
@@ -968,7 +1157,8 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
     fused = [row["ops"][op] for op in ("scores", "softmax", "av")]
     flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
     seconds = sum(o["time_s"] for o in fused)
-    flash = 16 * n_heads * row["T"] * (d_model // n_heads)  # Q, K, V in, out_h out: 4 T d_k each
+    a = forward_arrays(row["T"], d_model, n_heads)
+    flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
     bound = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
     return {"T": row["T"], "flops": flops,
             "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
@@ -995,20 +1185,22 @@ def softmax_against_roofs(row, ceilings):
             "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"]}
 
 
-def anatomy_summary(per_worker, row, n_heads):
-    """The anatomy, a sample per worker: each step's median time, GB/s, share of the steps and
-    of the op's time_s in the forward (`share_of_forward`), and the op whole, alone."""
-    T, out = row["T"], {"T": row["T"], "scores": {}, "softmax": {}, "shortest_batch_s": min(
-        s["batch_s"] for w in per_worker for s in w.values())}
-    for name in per_worker[0]:
+def anatomy_summary(per_worker, row, d_model, n_heads):
+    """The anatomy at row's T, a sample per worker: each step's median time (of the kept), GB/s,
+    share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
+    whole, alone."""
+    T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+    at_T = [w[str(T)] for w in per_worker]
+    out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
+        s["batch_s"] for w in per_worker for steps in w.values() for s in steps.values())}
+    for name in at_T[0]:
         op, step = name.split("/")
-        secs = float(np.median([w[name]["seconds"] for w in per_worker]))
-        nbytes = per_worker[0][name]["bytes"]
-        if nbytes is None:  # the op whole
+        secs = float(np.median([r["seconds"] for r in kept([w[name] for w in at_T])]))
+        if step == "whole":
             out[f"{op}_alone_s"] = secs
             continue
-        out[op][step] = {"median_s": secs, "bytes": nbytes, "GBps": nbytes / secs / 1e9,
-                         "passes_over_T2": round(nbytes / (4 * n_heads * T * T), 2)}
+        out[op][step] = {"median_s": secs, "bytes": n_bytes[name], "GBps": n_bytes[name] / secs
+                         / 1e9, "passes_over_T2": round(n_bytes[name] / (4 * n_heads * T * T), 2)}
     for op in ("scores", "softmax"):
         total = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
         out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
@@ -1020,61 +1212,120 @@ def anatomy_summary(per_worker, row, n_heads):
     return out
 
 
+def pass_costs(per_worker, copies, n_heads):
+    """What the softmax model stands on, measured apart from the softmax's own times: per pass,
+    c0 + c_row rows + c_element elements fitted (least squares) to its seconds per call on the
+    FIT_SHAPES (the median of the workers' kept samples of each), what a call, a row and an
+    element cost while the data sit in L1; and one thread's copy GB/s at each working set."""
+    fits = {}
+    for p in PASSES:
+        points = [(n_heads * r, n_heads * r * L, float(np.median([b["seconds"] for b in kept(
+            [w[f"{r}x{L}"][f"softmax/{p}"] for w in per_worker if f"{r}x{L}" in w])])))
+            for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in per_worker)]
+        rows, elements, seconds = np.array(points).T
+        c = np.linalg.lstsq(np.c_[np.ones(len(points)), rows, elements], seconds, rcond=None)[0]
+        fits[p] = {"per_call_s": float(c[0]), "per_row_s": float(c[1]),
+                   "per_element_s": float(c[2]), "points": points}
+    GBps = {int(b): float(np.median([r["rate"] for r in kept(
+        sum((w[b] for w in copies if b in w), []))]))
+        for b in {b for w in copies for b in w}}
+    return {"fits": fits, "copy_GBps": dict(sorted(GBps.items()))}
+
+
+def softmax_model(rows, per_worker, costs, d_model, n_heads):
+    """The softmax's time predicted at every T from pass_costs alone (never from its own times),
+    in the manner of the ECM model: per pass, a call, its rows and elements in core, and its bytes
+    over one thread's copy rate at its working set; summed (no overlap) and with the in-core and
+    memory terms overlapped (max). Then each pass and the whole against what was measured."""
+    out = []
+    for row in rows:
+        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+        sm, at_T = row["ops"]["softmax"], [w[str(T)] for w in per_worker if str(T) in w]
+        passes = {}
+        for p in PASSES:
+            fit, b = costs["fits"][p], n_bytes[f"softmax/{p}"]
+            call = fit["per_call_s"]
+            core = fit["per_row_s"] * n_heads * T + fit["per_element_s"] * n_heads * T * T
+            memory = b / costs["copy_GBps"][b] / 1e9
+            measured = [r["seconds"] for r in kept([w[f"softmax/{p}"] for w in at_T])]
+            passes[p] = {"bytes": b, "copy_GBps": costs["copy_GBps"][b], "call_s": call,
+                         "core_s": core, "memory_s": memory, "sum_s": call + core + memory,
+                         "max_s": call + max(core, memory),
+                         "measured_s": float(np.median(measured)) if measured else None}
+        total = {k: sum(q[k] for q in passes.values()) for k in ("call_s", "core_s", "memory_s",
+                                                                 "sum_s", "max_s")}
+        lo, hi = sm["time_s_interval"]
+        nearer = min(("sum", "max"), key=lambda k: abs(total[f"{k}_s"] - sm["time_s"]))
+        out.append({"T": T, "predicted_s": total["sum_s"], "predicted_overlapped_s":
+                    total["max_s"], "measured_s": sm["time_s"], "measured_interval": [lo, hi],
+                    "calls_s": total["call_s"], "core_s": total["core_s"],
+                    "memory_s": total["memory_s"], "nearer_rule": nearer,
+                    "unexplained_s": sm["time_s"] - total[f"{nearer}_s"],
+                    "within_noise": lo <= total[f"{nearer}_s"] <= hi, "passes": passes})
+    return out
+
+
 def threading_windows(Ts, warm):
     """Per T, the warm workers' one-thread samples against the all-thread sample just before each
-    (the same time window): per op, the median of all threads' time over one's, each side's."""
+    (the same time window; the pairs the canary kept): per op, the median of all threads' time
+    over one's, each side's."""
     out = []
     for T in Ts:
         matched = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
                    for o in p["one_thread"]]
-        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched])) for k in KEYS}
+        matched = [m for m in matched if not any(map(slow, m))] or matched
+        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
+                        for k in TIMED_KEYS}
         if matched:
             out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
                         "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
     return out
 
 
-def analyse(rows, cfg, ceilings, anatomy, windows):
-    """Block E's numbers; at T_FOCUS (else the largest T): the softmax, the anatomy, Phase 27."""
+def analyse(rows, cfg, ceilings, warm, windows):
+    """Block E's numbers; at anatomy_T (KEYED_T, else the largest T): the anatomy, Phase 27."""
     by_T = {r["T"]: r for r in rows}
-    focus = by_T.get(T_FOCUS) or by_T[max(by_T)]
-    d, h = cfg["d_model"], cfg["n_heads"]
+    focus, d, h = by_T[cfg["anatomy_T"]], cfg["d_model"], cfg["n_heads"]
+    anatomy = [w["anatomy"] for w in warm]
+    costs = pass_costs(anatomy, [w["pass_copies"] for w in warm], h)
     out = {"ridge_intensity": ceilings["ridge"],
            "expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for T, r in by_T.items()},
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
-           "on_lab_laptop": on_lab_laptop(h),
+           "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
-           "anatomy": anatomy_summary(anatomy, focus, h),
+           "anatomy": anatomy_summary(anatomy, focus, d, h),
+           "pass_costs": costs,
+           "softmax_model": softmax_model(rows, anatomy, costs, d, h),
            "threading_windows": windows,
            "unstable": [f"T={T} {k} {r['ops'][k]['worker_spread']:.2f}x" for T, r in by_T.items()
-                        for k in KEYS if r["ops"][k]["unstable"]]}
-    if T_FOCUS in by_T:
-        out[f"softmax_at_T_{T_FOCUS}"] = softmax_against_roofs(by_T[T_FOCUS], ceilings)
+                        for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
+    if KEYED_T in by_T:
+        out["softmax_at_T_512"] = softmax_against_roofs(by_T[KEYED_T], ceilings)
     return out
-
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
 # run measured, never more.
 
-def check(value, limit, reason, remedy, do, applies=True):
-    """One check, and for when it fails its reason, remedy and remedy in a few words (`do`)."""
+def make_check(value, limit, reason, remedy, do, applies=True, basis=None):
+    """One check, and for when it fails its reason, remedy and remedy in a few words (`do`);
+    `basis`: what it was judged on, where there is a choice."""
     return {"value": value, "limit": limit, "applies": applies,
             "ok": None if value is None or not applies else value <= limit,
-            "reason": reason, "remedy": remedy, "do": do}
+            "reason": reason, "remedy": remedy, "do": do, "basis": basis}
 
 
 def others_by_name(before, after):
     """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
     between the two snapshots, or all it used if it started in between."""
-    wall, used = after["clock"] - before["clock"], {}
+    wall, used = after["perf_s"] - before["perf_s"], {}
     for pid, (name, secs, created) in after["procs"].items():
         was = before["procs"].get(pid)
         if was and was[0] == name and was[2] == created:
             secs -= was[1]
-        elif created < before["time"]:  # there before, but not readable then: unknown
+        elif created < before["epoch_s"]:  # there before, but not readable then: unknown
             continue
         used[name] = used.get(name, 0.0) + secs / wall
     return sorted(([n, round(c, 3)] for n, c in used.items() if c >= 0.005), key=lambda x: -x[1])
@@ -1083,7 +1334,7 @@ def others_by_name(before, after):
 def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
     """What others did: CPU use past the cores the run left free (a browser on a spare core
     harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
-    wall = after["clock"] - before["clock"]
+    wall = after["perf_s"] - before["perf_s"]
     used = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
@@ -1094,41 +1345,82 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
-    return {"other_processes_cpus": check(
+    return {"other_processes_cpus": make_check(
                 used, limit, f"other processes used {used:.2f} CPUs on average while the workers "
                 f"ran, and the run left {spare_cpus} free (limit {limit:.2f})", *close),
-            "steal_fraction": check(
+            "steal_fraction": make_check(
                 steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
                 f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)", "a shared VM: rerun later, and "
                 "quote ratios or set runs side by side with --compare", "rerun later"),
-            "preemptions_per_s": check(
+            "preemptions_per_s": make_check(
                 rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
                 f"while sampling (limit {PREEMPT_LIMIT}): other processes took their CPUs",
                 *close)}
 
 
 def clock_checks(freq_start, freq_end, workers):
-    """Governor and turbo unchanged, and the clock, sampled in every worker, not fallen from the
-    first to the last (a 15 W laptop leaves turbo when its power budget runs out)."""
+    """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
+    last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
+    be read, else the canary's one-thread compute part at the fast side of each worker's readings.
+    A sustained fall is never set aside as slow samples: it fails here."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
     mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
-    first, last = (mhz[0], mhz[-1]) if len(mhz) > 1 else (None, None)
-    drop = None if first is None else 1 - last / first
+    fast = [float(np.quantile([r["compute"] for r in w["canary_readings"]], TIME_QUANTILE))
+            for w in workers[:1] + workers[-1:]]
+    if len(mhz) > 1:
+        drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
+        what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
+                "in the last")
+    elif len(workers) > 1:
+        drop, basis = 1 - fast[0] / fast[1], "canary"
+        what = (f"the canary's one-thread compute took {1e6 * fast[0]:.1f} us in the first warm "
+                f"worker and {1e6 * fast[1]:.1f} us in the last")
+    else:
+        drop, basis, what = None, None, ""
     remedy = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
-              "-g performance), then rerun", "AC power, performance governor")
-    return {"governor_or_turbo_changed": check(
+              "-g performance), then rerun; on a shared machine, rerun later",
+              "AC power, performance governor")
+    return {"governor_or_turbo_changed": make_check(
                 changed, 0, "the CPU governor/turbo changed during the run: "
                 f"{state(freq_start)} -> {state(freq_end)}", *remedy),
-            "clock_drop": check(
-                drop, CLOCK_DROP_LIMIT, f"the cores ran at {first or 0:.0f} MHz in the first "
-                f"worker and {last or 0:.0f} MHz in the last ({-100 * (drop or 0):.0f}%): a "
-                "laptop leaving turbo as its power budget runs out makes later samples slower",
-                *remedy)}
+            "clock_drop": make_check(
+                drop, CLOCK_DROP_LIMIT, f"{what} ({-100 * (drop or 0):.0f}%): a laptop leaving "
+                "turbo as its power budget runs out makes later samples slower", *remedy,
+                basis=basis)}
 
 
-def cooperation_check(windows, threads_ran):
+CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour on its core)",
+                "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
+
+
+def repeatability_checks(rows, ceilings):
+    """Would the next run say the same? Not if the canary set aside more than 1 - KEEP_AT_LEAST of
+    a T's samples or of beta's or pi's repeats (the machine ran slow for much of the run: it could
+    not measure its fast state), nor if the warm workers' time_s of an op disagree by more than
+    SPREAD_LIMIT."""
+    shares = [(r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}", max(
+        r["set_aside_by_canary_part"], key=r["set_aside_by_canary_part"].get, default=None))
+        for r in rows]
+    shares += [(ceilings[f"{k}_repeats_set_aside"] / (ceilings[f"{k}_repeats"] + ceilings[
+        f"{k}_repeats_set_aside"]), f"{k}'s repeats", None) for k in ("beta", "pi")]
+    share, what, part = max(shares)
+    spread, op, T = max((r["ops"][k]["worker_spread"], k, r["T"]) for r in rows for k in TIMED_KEYS)
+    return {"slow_samples": make_check(
+                share, 1 - KEEP_AT_LEAST, f"the canary ran slow around {100 * share:.0f}% of the "
+                f"{what} (limit {100 * (1 - KEEP_AT_LEAST):.0f}%)" + (
+                    f", mostly its {part} part: {CANARY_PARTS[part]}" if part else "") +
+                ": too few samples of the machine's fast state remain", "rerun later, when the "
+                "machine is quiet (other programs closed; a shared VM at another hour)",
+                "rerun later"),
+            "workers_agree": make_check(
+                spread, SPREAD_LIMIT, f"the warm workers' time_s of {op} at T = {T} lie "
+                f"{spread:.2f}x apart (limit {SPREAD_LIMIT}): the next run may not repeat it",
+                "rerun later, and set the runs side by side with --compare", "rerun later")}
+
+
+def cooperation_checks(windows, threads_ran):
     """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
     (scores' only d_k: threads may not help it on a quiet machine); if not, the cores do not
     cooperate now. One thread is advised only if this run backs it: one thread was faster."""
@@ -1138,7 +1430,7 @@ def cooperation_check(windows, threads_ran):
         one = w["one_thread_s"]
         remedy = (f"in the same windows one thread ran av at T = {w['T']} in {ms(one['av'])}, "
                   f"{threads_ran} threads in {ms(w['all_threads_s']['av'])} (one thread: scores "
-                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, forward {ms(one['total'])}):"
+                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, total {ms(one['total'])}):"
                   " rerun with OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the "
                   "classes of scores and av move with it, so compare such a run only with other "
                   "one-thread runs", "rerun with OMP_NUM_THREADS=1")
@@ -1146,33 +1438,34 @@ def cooperation_check(windows, threads_ran):
         remedy = ("one thread was not faster in the same windows, so this run does not back "
                   "OMP_NUM_THREADS=1: rerun later, and set the runs side by side with --compare",
                   "rerun later")
-    return {"threads_cooperate": check(
+    return {"threads_cooperate": make_check(
         ratio, COOPERATION_LIMIT, f"{threads_ran} BLAS threads took {ratio or 0:.2f}x one "
         f"thread's time on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores are not "
         "cooperating now (they may sit apart on the host, or be shared)", *remedy,
         applies=bool(threads_ran and threads_ran > 1))}
 
 
-def verdict_of(checks):
+def verdict_from(checks):
     """Disturbed if any check failed, with reasons and remedies; a check not made is unknown."""
     failed = [{"check": n, "reason": c["reason"], "remedy": c["remedy"], "do": c["do"]}
               for n, c in checks.items() if c["ok"] is False]
     return {"verdict": "disturbed" if failed else "quiet", "failed": failed,
-            "checks": {n: {k: c[k] for k in ("value", "limit", "applies", "ok")}
-                       for n, c in checks.items()},
+            "checks": {n: {k: c[k] for k in ("value", "limit", "applies", "ok")} | (
+                {"basis": c["basis"]} if c["basis"] else {}) for n, c in checks.items()},
             "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, warm, windows):
-    """Every check: the load around the sweep, own CPU time, cpufreq, the workers, the windows."""
+def judge_run(load, own_cpu_s, hardware, threads, warm, windows, rows, ceilings):
+    """Every check: the load around all the workers, own CPU time, cpufreq or the canary, the warm
+    workers (the default-heap one's faults preempt it: its preemptions are recorded, not judged),
+    the windows, and whether the figures would repeat."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     others = others_by_name(*load)
-    return {**verdict_of({
+    return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, warm, others),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
-        **cooperation_check(windows, threads["blas_threads"])}), "other_processes": others[:5]}
-
-
+        **cooperation_checks(windows, threads["blas_threads"]),
+        **repeatability_checks(rows, ceilings)}), "other_processes": others[:5]}
 # ----------------------------------------------------------------------------------------------
 # The pictures (Blocks C and D): drawn from results.json alone (--replot), judging nothing.
 
@@ -1227,9 +1520,13 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of "
-             f"{cfg['samples_per_T']} samples per T (each >= {cfg['min_time_s'] * 1e3:g} ms of "
-             f"forwards) from {cfg['workers']} warm worker processes; {protocol}",
+             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of the "
+             f"samples the canary kept of {cfg['samples_per_T']} per T (each >= "
+             f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
+             f"processes; set aside, the canary over {CANARY_SLOW}x its fast state: " + ", ".join(
+                 f"{r['samples_set_aside']} at T={r['T']}" + (
+                     f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
+                 for r in res["sweep"]) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
@@ -1314,8 +1611,10 @@ def plot_perf(res):
     fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     dflt = res["sweep_default_heap"][0]
-    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of "
-                 f"{dflt['samples']} samples per T from {dflt['workers']} default-heap process")
+    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of the kept "
+                 f"of {dflt['sample_count']} samples per T from {dflt['workers']} default-heap "
+                 "process (set aside: " + ", ".join(str(r["samples_set_aside"]) for r in
+                                                   res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -1341,6 +1640,9 @@ def draw_roofs(ax, res, xs):
     beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
+    notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s, "
+              "bound by numpy's per-call cost" for n, lv in c["levels"].items()
+              if lv.get("call_cost_bound")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
                                                      else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
@@ -1358,9 +1660,9 @@ def draw_roofs(ax, res, xs):
             else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
-        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_overhead_bound"]:
+        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_bound"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
-            who = "all CPUs" if lv["threads"] == "all" else "one core"
+            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
@@ -1452,7 +1754,7 @@ def run_config(args, plan, threads):
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    row = next((r for r in results["sweep"] if r["T"] == T_FOCUS), None)
+    row = next((r for r in results["sweep"] if r["T"] == KEYED_T), None)
     ops = row and row["ops"]
     summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
@@ -1516,12 +1818,12 @@ def load_results(arg):
         rows, a, c = res["sweep"] + res["sweep_default_heap"], res["analysis"], res["ceilings"]
         if res["experiment"] != "15-attention-perf" or not res["sweep"]:
             raise ValueError("not this lab's run")
-        for o in [r["ops"][k] for r in rows for k in KEYS]:  # what the pictures and rows read
+        for o in [r["ops"][k] for r in rows for k in TIMED_KEYS]:  # what the pictures and rows read
             float(o["time_s"]), len(o["worker_times"])
         for o in [r["ops"][k] for r in rows for k in OPS]:
             float(o["intensity"]) + float(o["gflops"]) + float(o["time_share"]), o["bound"]
-        [float(r["forward_s"]) for r in rows], [a["dominant_op_per_T"][str(r["T"])]
-                                                 for r in res["sweep"]]
+        [float(r["forward_s"]) + r["samples_set_aside"] for r in rows], [
+            a["dominant_op_per_T"][str(r["T"])] for r in res["sweep"]]
         a["phase_27_preview"]["measured"], a["threading_windows"], c["ridge_interval"]
         c["levels"]["DRAM"], res["hardware"]["cpu_model"], res["config"]["d_model"]
         res["heap"]["mode"], res["conditions"]["failed"], res["threads"]["blas_threads"]
@@ -1695,26 +1997,22 @@ def parse_args(argv):
     return args
 
 
-def run_memory_bytes(Ts, n_heads, anatomy_T, dram_copy_bytes):
-    """A run's peak memory: inputs and masks, the largest forward's four (h, T, T) arrays and
-    the anatomy's seven (the warm heap keeps both), the DRAM copy, two interpreters."""
-    arrays = 16 * n_heads * max(Ts) ** 2 + 28 * n_heads * anatomy_T**2
-    return arrays + 4 * sum(t * t for t in Ts) + dram_copy_bytes + (300 << 20)
+def run_memory_bytes(Ts, d_model, n_heads, anatomy_T, dram_copy_bytes):
+    """A run's peak memory: every input and mask, every array of the largest forward and of the
+    anatomy's (the warm heap keeps both), the DRAM copy, two interpreters."""
+    arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
+    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
+    return arrays(max(Ts)) + arrays(anatomy_T) + inputs + dram_copy_bytes + (300 << 20)
 
 
 def refuse_early(args, plan):
     """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
-    for the probe, then removed). Returns the estimate (MiB) and Phase 1's ceilings, if given."""
-    need = run_memory_bytes(args.T, args.n_heads, plan["anatomy_T"],
+    for the probe, then removed). Returns the memory estimate (MiB)."""
+    need = run_memory_bytes(args.T, args.d_model, args.n_heads, plan["anatomy_T"],
                             plan["ceiling_spec"]["levels"]["DRAM"]["bytes"])
     if need > (available := psutil.virtual_memory().available):
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
                          f"{available / 2**30:.1f} GiB are available")
-    given = None
-    if args.roofline or (REPO / PHASE1_MANIFEST).is_file():
-        given = {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
-                 "source": "cli" if args.roofline else "phase1",
-                 "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
     made = []
     try:
         for p in [*reversed(args.out.parents), args.out]:
@@ -1728,15 +2026,25 @@ def refuse_early(args, plan):
     finally:
         for p in reversed(made):
             p.rmdir()
-    return need / 2**20, given
+    return need / 2**20
+
+
+def phase1_ceilings(args):
+    """Phase 1's beta and pi, from --roofline or Phase 1's manifest when there is one, else None;
+    read before measuring (a bad file is a UsageError)."""
+    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
+        return None
+    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
+            "source": "cli" if args.roofline else "phase1",
+            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
 
 
 def run_lab(args, argv):
     """A run of the lab, step by step in the order the data flows; all files written at once."""
     started, hardware = time.perf_counter(), machine_facts()
-    threads, blas = blas_threads(args.threads, hardware)
+    threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
-    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan)
+    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
     dflt, warm = spawn_all(plan, args.in_process)
@@ -1744,15 +2052,17 @@ def run_lab(args, argv):
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
                                 if os.name == "nt" and not args.in_process else 0)
     hardware["cpufreq_at_end"] = cpufreq_state()
-    sweep = pool_sweep(args.T, warm, dflt, args.min_time)  # results.json's two sweeps
-    rows, windows = sweep["sweep"], threading_windows(args.T, warm)
-    ceilings = choose_ceilings(given, combine_ceilings([w["ceiling_repeats"] for w in warm],
-                                                       plan["ceiling_spec"]))
-    for r in rows + sweep["sweep_default_heap"]:
+    reference = canary_reference([r for w in [dflt] + warm for r in w["canary_readings"]])
+    mark_batches([dflt] + warm, reference)
+    rows, default_rows = pool_sweep(args.T, warm, dflt, args.min_time)
+    windows = threading_windows(args.T, warm)
+    ceilings = ceilings_and_ridge(given, combine_ceilings([w["ceiling_rates"] for w in warm],
+                                                          plan["ceiling_spec"]))
+    for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
-    analysis = analyse(rows, cfg, ceilings, [w["anatomy"] for w in warm], windows)
-    conditions = judge_run(load, own_cpu_s, hardware, threads, warm, windows)
+    analysis = analyse(rows, cfg, ceilings, warm, windows)
+    conditions = judge_run(load, own_cpu_s, hardware, threads, warm, windows, rows, ceilings)
     results = {
         "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
@@ -1760,12 +2070,14 @@ def run_lab(args, argv):
         "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
-        "workers": [{"label": f"warm {i}" if i else "default heap", **{k: w[k] for k in (
+        "workers": [{"label": task["label"], **{k: w[k] for k in (
             "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
-            for i, w in enumerate([dflt] + warm)],
+            for task, w in zip(plan["tasks"], [dflt] + warm)],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
-        "ceilings": ceilings, **sweep,
+        "canary": {"reference_s": reference, "reference_quantile": CANARY_REFERENCE,
+                   "slow_ratio": CANARY_SLOW, "keep_at_least": KEEP_AT_LEAST},
+        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
         "analysis": analysis, "conditions": conditions,
         "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -1792,13 +2104,15 @@ def report(results, out):
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
     print("".join(f"warning: {w}\n" for w in warn) + f"\n{'T':>5} " + " ".join(
-        f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'overhead':>9} "
-        f"{'faults/fw':>9} {'default heap':>13}")
+        f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'timers':>7} {'faults/fw':>9} "
+        f"{'default heap':>13}   set aside (canary, median ratio)")
     for r, d in zip(results["sweep"], results["sweep_default_heap"]):
         faults = r["page_faults_per_forward"]
         print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in OPS)
-              + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['instrumentation_overhead']:9.2%} "
-              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {d['forward_s'] * 1e3:10.3f} ms")
+              + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['instrumentation_overhead']:7.2%} "
+              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {d['forward_s'] * 1e3:10.3f} ms"
+              f"   {r['samples_set_aside']}/{r['sample_count']}" + (
+                  f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else ""))
     c = results["ceilings"]
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['ridge']:.2f} FLOP/byte; "
