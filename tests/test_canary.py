@@ -1,0 +1,129 @@
+"""The canary sees the machine run slow and the run sets those samples aside: slow windows are
+injected deterministically into a short in-process run (the softmax made slower, the canary's
+readings around it slower too, as a host's slow phase slows both), then the figures, the counts
+and the verdict are checked against the windows. The canary's reading rule by hand."""
+import time
+
+import pytest
+
+import perf
+
+ARGS = ["--quick", "--in-process", "--T", "64", "--samples", "20", "--workers", "2",
+        "--min-time", "0.002", "--threads", "1"]  # one thread: no one-thread samples in between
+FAST = {"compute": 40e-6, "blas": 60e-6}
+
+
+def slow_windows(monkeypatch, slow):
+    """Every timed batch numbered in turn within a worker; batch k runs slow if slow(k): its
+    softmax calls take 300 us more, and the canary readings on either side of it (the reading
+    after batch k - 1 and after batch k) read twice their fast times. Returns the batches' states."""
+    state = {"batch": 0, "log": []}
+    real_run_for, real_softmax = perf.run_for, perf.softmax
+
+    def run_for(fn, min_time, now=time.perf_counter_ns):
+        state["batch"] += 1
+        state["log"].append(slow(state["batch"]))
+        return real_run_for(fn, min_time, now)
+
+    def softmax(S, mask):
+        if state["log"] and state["log"][-1]:
+            end = time.perf_counter() + 300e-6
+            while time.perf_counter() < end:
+                pass
+        return real_softmax(S, mask)
+
+    def make_canary():
+        def read():  # between batch k and k + 1: slow if either is
+            k = state["batch"]
+            factor = 2.0 if slow(k) or slow(k + 1) else 1.0
+            return {part: factor * t for part, t in FAST.items()}
+        state["batch"] = 0  # a new worker: its batches from 1
+        first = read()
+        return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
+
+    monkeypatch.setattr(perf, "run_for", run_for)
+    monkeypatch.setattr(perf, "softmax", softmax)
+    monkeypatch.setattr(perf, "make_canary", make_canary)
+    monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)  # the test process's heap stays
+    return state
+
+
+def run(tmp_path, monkeypatch):
+    for plot in ("plot_perf", "plot_roofline"):
+        monkeypatch.setattr(perf, plot, lambda res: None)
+    monkeypatch.setattr(perf, "png_bytes", lambda fig: b"")
+    return perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
+
+
+def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,
+                                                                                  monkeypatch):
+    # Batches 5-8 of every 12 run slow: a third of them, in windows of four.
+    state = slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
+    res = run(tmp_path, monkeypatch)
+    row, dflt = res["sweep"][0], res["sweep_default_heap"][0]
+    # Each warm worker's first ten batches are its ten samples at T = 64 (a timer pair is no
+    # batch); the default-heap worker's first three are its three.
+    slow_samples = 2 * sum(k % 12 in (5, 6, 7, 8) for k in range(1, 11))
+    assert row["samples_set_aside"] == slow_samples == 8
+    assert row["canary_ratios"].count(2.0) == slow_samples and row["set_aside_median_ratio"] == 2
+    assert dflt["samples_set_aside"] == 0
+    # The kept samples are all fast: their slowest softmax is under the slow ones' 300 us.
+    sm = row["ops"]["softmax"]
+    assert sm["p75_s"] < 300e-6 and row["figures_from"] == "kept samples"
+    # The check: the largest share set aside, here of beta's or pi's repeats (their batches fall in
+    # the windows too), within the limit: the run kept enough of its fast state.
+    check = res["conditions"]["checks"]["slow_samples"]
+    assert 8 / 20 <= check["value"] <= 1 - perf.KEEP_AT_LEAST and check["ok"] is True
+    assert any(state["log"])
+
+
+def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_path, monkeypatch):
+    # Only the first two batches of every ten run fast: eight of each worker's ten samples slow.
+    slow_windows(monkeypatch, lambda k: k % 10 not in (1, 2))
+    res = run(tmp_path, monkeypatch)
+    assert res["sweep"][0]["samples_set_aside"] == 16
+    cond = res["conditions"]
+    assert cond["verdict"] == "disturbed"
+    failed = {f["check"]: f for f in cond["failed"]}
+    assert failed["slow_samples"]["reason"].startswith(
+        "the canary ran slow around 80% of the samples at T = 64 (limit 75%)")
+    assert failed["slow_samples"]["do"] == "rerun later"
+
+
+def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
+    reference = {"compute": 40e-6, "blas": 60e-6}
+    fast, spike = dict(reference), {"compute": 120e-6, "blas": 60e-6}
+    slow = {"compute": 41e-6, "blas": 120e-6}
+    batches = [{"canary": [fast, spike]}, {"canary": [spike, fast]}, {"canary": [slow, slow]}]
+    perf.mark_batches(batches, reference)
+    # One slow reading beside a fast one: the faster of the two counts, per part.
+    assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
+    # Both readings slow: the slowest part names it.
+    assert batches[2]["canary_ratio"] == 2.0 and batches[2]["canary_part"] == "blas"
+    assert perf.kept(batches) == batches[:2] and perf.kept(batches[2:]) == batches[2:]
+
+
+def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(
+        tmp_path, monkeypatch):
+    # No cpufreq (a VM, macOS, Windows): after the first warm worker every core computes at two
+    # thirds of its speed, for good. The canary's compute part takes 1.5 times as long from the
+    # second warm worker on: a sustained fall, never set aside, failing clock_drop with its numbers.
+    monkeypatch.setattr(perf, "SYSROOT", tmp_path / "no-sys")
+    workers = []
+
+    def make_canary():
+        workers.append(1)
+        factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then warm 1, warm 2
+
+        def read():
+            return {"compute": factor * FAST["compute"], "blas": FAST["blas"]}
+        first = read()
+        return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
+    monkeypatch.setattr(perf, "make_canary", make_canary)
+    monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
+    res = run(tmp_path / "out", monkeypatch)
+    check = res["conditions"]["checks"]["clock_drop"]
+    assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
+    reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
+    assert reason.startswith("the canary's one-thread compute took 40.0 us in the first warm "
+                             "worker and 60.0 us in the last (-33%)")
