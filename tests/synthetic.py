@@ -87,7 +87,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     anatomy_T = max(times_ms)
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
-           "cache_repeats": 10, "blas_threads": 2, "anatomy_T": anatomy_T}
+           "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2, "anatomy_T": anatomy_T}
     warm = [worker(list(times_ms), anatomy_T)] * len(workers)
     conditions = perf.verdict_from(perf.cooperation_checks(windows, 2))
     if verdict == "disturbed":

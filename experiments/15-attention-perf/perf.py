@@ -555,7 +555,7 @@ PROFILES = {
     "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-ONE_THREAD_EVERY = 10     # from a worker's round 2, every 10th repeats its samples on one thread
+ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
 
 
 def sample_forwards(x, mha, mask, min_time, canary):
@@ -701,10 +701,10 @@ def copy_buffers(nbytes):
     return block[:n], block[n + gap:]
 
 
-def copy_rates(nbytes, n_threads, reps, min_time, canary):
+def copy_rates(buffers, n_threads, reps, min_time, canary):
     """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
     on more threads each copies a slice (numpy releases the GIL). `reps` repeats: GB/s, canary."""
-    src, dst = copy_buffers(nbytes)
+    src, dst = buffers
     N = src.size
     parts = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) as executor:
@@ -746,13 +746,14 @@ def time_ceilings(spec, min_time, canary):
     caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        out["copy"][name] = {"1": copy_rates(lv["bytes"], 1, reps, min_time, canary),
-                             "all": copy_rates(lv["bytes"], cpus, reps, min_time, canary)
+        reps, buffers = spec["reps"] if name == "DRAM" else spec["cache_reps"], \
+            copy_buffers(lv["bytes"])
+        out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time, canary),
+                             "all": copy_rates(buffers, cpus, reps, min_time, canary)
                              if cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):
-            out["copy_check"][name] = copy_rates(lv["check_bytes"], cpus, spec["cache_reps"],
-                                                 min_time, canary)
+            out["copy_check"][name] = copy_rates(copy_buffers(lv["check_bytes"]), cpus,
+                                                 spec["cache_reps"], min_time, canary)
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time, canary)
     return out
 
@@ -919,7 +920,7 @@ def time_anatomy(task, mha, canary):
 
 def time_pass_copies(task, canary):
     """One thread's copy at each working set of the task's list: GB/s, with its canary."""
-    return {str(nbytes): copy_rates(nbytes, 1, 1, task["min_time"], canary)
+    return {str(nbytes): copy_rates(copy_buffers(nbytes), 1, 1, task["min_time"], canary)
             for nbytes in task["pass_copy_bytes"]}
 
 
@@ -1022,8 +1023,8 @@ def spawn_one(task, in_process, timeout):
 
 
 def share(items, i, workers):
-    """Worker i's share of items, dealt round-robin over the workers; at least one item each."""
-    return [x for j, x in enumerate(items) if j % workers == i] or [items[i % len(items)]]
+    """Worker i's share of items, dealt round-robin over the workers (none left for some)."""
+    return [x for j, x in enumerate(items) if j % workers == i]
 
 
 def make_plan(args, hardware, threads):
@@ -1455,17 +1456,22 @@ def verdict_from(checks):
             "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, warm, windows, rows, ceilings):
+def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows, ceilings):
     """Every check: the load around all the workers, own CPU time, cpufreq or the canary, the warm
-    workers (the default-heap one's faults preempt it: its preemptions are recorded, not judged),
-    the windows, and whether the figures would repeat."""
+    workers' preemptions, the windows, and whether the figures would repeat. The default-heap
+    worker is judged by the load and the canary; its page faults preempt it, so its preemptions
+    are recorded beside the checks, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     others = others_by_name(*load)
     return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, warm, others),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
         **cooperation_checks(windows, threads["blas_threads"]),
-        **repeatability_checks(rows, ceilings)}), "other_processes": others[:5]}
+        **repeatability_checks(rows, ceilings)}), "other_processes": others[:5],
+        "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
+                       dflt["preempted"] / dflt["sampling_s"]}}
+
+
 # ----------------------------------------------------------------------------------------------
 # The pictures (Blocks C and D): drawn from results.json alone (--replot), judging nothing.
 
@@ -1640,8 +1646,8 @@ def draw_roofs(ax, res, xs):
     beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
-    notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s, "
-              "bound by numpy's per-call cost" for n, lv in c["levels"].items()
+    notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
+              "   bound by numpy's per-call cost" for n, lv in c["levels"].items()
               if lv.get("call_cost_bound")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
@@ -1717,7 +1723,7 @@ def plot_roofline(res):
     ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
-              bbox_to_anchor=(0.5, -0.115), frameon=False, ncol=2, labelspacing=0.7,
+              bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
               handlelength=5.5, columnspacing=1.5)
     ax.tick_params(axis="x", which="both", pad=6)  # off the y axis's lowest label
     ax.set(xscale="log", yscale="log", xlim=(x_lo, x_hi), ylim=(y_lo, y_hi),
@@ -1726,10 +1732,10 @@ def plot_roofline(res):
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
     low = footer(fig, res, "rings", "roofs: " + (
-        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
-        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
-        f"level's of {res['config']['cache_repeats']}"
-        if c["source"] == "measured" else c["depends_on"]))
+        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of the {c['beta_repeats']} "
+        f"and {c['pi_repeats']} repeats the canary kept of {res['config']['ceiling_repeats']} "
+        f"each (each >= {res['config']['min_time_s'] * 1e3:g} ms); a cache level's, of "
+        f"{res['config']['cache_repeats']}" if c["source"] == "measured" else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
 
@@ -2062,7 +2068,8 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, warm, windows)
-    conditions = judge_run(load, own_cpu_s, hardware, threads, warm, windows, rows, ceilings)
+    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows,
+                           ceilings)
     results = {
         "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
