@@ -57,7 +57,6 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
                 "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
-                "beta_repeats_set_aside": 0, "pi_repeats_set_aside": 0,
                 "copy_threads": 2, "levels": levels(beta),
                 "matmul": {"n": 2048, "intensity": 2048 / 6}}
     ceilings = perf.ceilings_and_ridge(None, ceilings)

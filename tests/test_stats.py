@@ -132,10 +132,9 @@ def test_threading_windows_by_hand():
 def copy_workers(levels, check, matmul=100.0):
     """Worker results of the copies: {level: [(one thread, all threads) per repeat]}, one
     repeat per worker, the check on all threads."""
-    rep = lambda rate: [{"rate": rate, "canary_ratio": 1.0}]  # noqa: E731  a repeat, not slow
-    return [{"copy": {name: {"1": rep(reps[i][0]), "all": None if reps[i][1] is None else
-                             rep(reps[i][1])} for name, reps in levels.items()},
-             "copy_check": {"DRAM": rep(check[i])}, "matmul": rep(matmul + i)}
+    return [{"copy": {name: {"1": [reps[i][0]], "all": None if reps[i][1] is None else
+                             [reps[i][1]]} for name, reps in levels.items()},
+             "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
             for i in range(len(check))]
 
 

@@ -701,9 +701,9 @@ def copy_buffers(nbytes):
     return block[:n], block[n + gap:]
 
 
-def copy_rates(buffers, n_threads, reps, min_time, canary):
+def copy_rates(buffers, n_threads, reps, min_time):
     """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
-    on more threads each copies a slice (numpy releases the GIL). `reps` repeats: GB/s, canary."""
+    on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
     src, dst = buffers
     N = src.size
     parts = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
@@ -711,17 +711,16 @@ def copy_rates(buffers, n_threads, reps, min_time, canary):
         copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
             (lambda: list(executor.map(lambda p: np.copyto(dst[p], src[p]), parts)))
         copy()  # untimed: first touch of both buffers, threads started
-        return [{"rate": 8 * N * n / s / 1e9, "canary": pair}
-                for n, s, pair in (watched(copy, min_time, canary) for _ in range(reps))]
+        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
 
 
-def matmul_rates(n, reps, min_time, canary):
-    """pi's kernel, a large fp32 matmul: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6). `reps`
-    repeats: GFLOPS, canary."""
+def matmul_rates(n, reps, min_time):
+    """pi's kernel, a large fp32 matmul: 2 n^3 FLOPs over 3 * 4 n^2 bytes (I = n / 6). GFLOPS of
+    `reps` repeats."""
     a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
     a @ b
-    return [{"rate": 2 * n**3 * k / s / 1e9, "canary": pair}
-            for k, s, pair in (watched(lambda: a @ b, min_time, canary) for _ in range(reps))]
+    return [2 * n**3 * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
+                                                for _ in range(reps))]
 
 
 def copy_levels(hardware, dram_bytes=None):
@@ -741,31 +740,31 @@ def copy_levels(hardware, dram_bytes=None):
     return levels
 
 
-def time_ceilings(spec, min_time, canary):
+def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples (a 256 MiB copy evicts their
-    caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul."""
+    caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul.
+    The canary does not judge them: read right after a 2048² matmul or a 128 MiB copy, it runs
+    slow by the batch's own after-effect, and would set aside the kernels' steady state."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps, buffers = spec["reps"] if name == "DRAM" else spec["cache_reps"], \
             copy_buffers(lv["bytes"])
-        out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time, canary),
-                             "all": copy_rates(buffers, cpus, reps, min_time, canary)
+        out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
+                             "all": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):
             out["copy_check"][name] = copy_rates(copy_buffers(lv["check_bytes"]), cpus,
-                                                 spec["cache_reps"], min_time, canary)
-    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time, canary)
+                                                 spec["cache_reps"], min_time)
+    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
 
-def rate_estimate(repeats):
-    """A ceiling from its repeats that the canary kept: the 75th percentile of their rates (the
-    fast side, as time_s is of times: interference only slows a repeat) and its CONFIDENCE
-    interval; the full range and the number set aside beside."""
-    rates = [r["rate"] for r in kept(repeats)]
+def rate_estimate(rates):
+    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
+    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
     return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
-            "coverage": cover, "repeats": len(rates), "set_aside": len(repeats) - len(rates),
+            "coverage": cover, "repeats": len(rates),
             "repeats_range": [float(min(rates)), float(max(rates))]}
 
 
@@ -777,7 +776,7 @@ def copy_estimate(runs):
     best = alls if alls and alls["value"] > one["value"] else one
     return {"GBps": best["value"], "GBps_interval": best["interval"],
             "interval_coverage": best["coverage"], "repeats": best["repeats"],
-            "repeats_set_aside": best["set_aside"], "GBps_repeats_range": best["repeats_range"],
+            "GBps_repeats_range": best["repeats_range"],
             "GBps_from": "all_threads" if best is alls else "1thread",
             "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
 
@@ -801,10 +800,8 @@ def combine_ceilings(per_worker, spec):
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-            "beta_repeats_set_aside": dram["repeats_set_aside"],
             "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
-            "pi_repeats": pi["repeats"], "pi_repeats_set_aside": pi["set_aside"],
-            "pi_repeats_range": pi["repeats_range"],
+            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
             "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
@@ -920,8 +917,12 @@ def time_anatomy(task, mha, canary):
 
 def time_pass_copies(task, canary):
     """One thread's copy at each working set of the task's list: GB/s, with its canary."""
-    return {str(nbytes): copy_rates(copy_buffers(nbytes), 1, 1, task["min_time"], canary)
-            for nbytes in task["pass_copy_bytes"]}
+    def one(nbytes):
+        src, dst = copy_buffers(nbytes)
+        np.copyto(dst, src)
+        n, seconds, pair = watched(lambda: np.copyto(dst, src), task["min_time"], canary)
+        return [{"rate": nbytes * n / seconds / 1e9, "canary": pair}]
+    return {str(nbytes): one(nbytes) for nbytes in task["pass_copy_bytes"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -959,8 +960,7 @@ def worker_job(task):
             sampled = take_samples(task, mha, canary)
             anatomy = time_anatomy(task, mha, canary)
             pass_copies = time_pass_copies(task, canary)
-            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"],
-                                                           canary)
+            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
@@ -1396,17 +1396,13 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
                 "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
 
 
-def repeatability_checks(rows, ceilings):
+def repeatability_checks(rows):
     """Would the next run say the same? Not if the canary set aside more than 1 - KEEP_AT_LEAST of
-    a T's samples or of beta's or pi's repeats (the machine ran slow for much of the run: it could
-    not measure its fast state), nor if the warm workers' time_s of an op disagree by more than
-    SPREAD_LIMIT."""
-    shares = [(r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}", max(
-        r["set_aside_by_canary_part"], key=r["set_aside_by_canary_part"].get, default=None))
-        for r in rows]
-    shares += [(ceilings[f"{k}_repeats_set_aside"] / (ceilings[f"{k}_repeats"] + ceilings[
-        f"{k}_repeats_set_aside"]), f"{k}'s repeats", None) for k in ("beta", "pi")]
-    share, what, part = max(shares)
+    a T's samples (the machine ran slow for much of the run: it could not measure its fast
+    state), nor if the warm workers' time_s of an op disagree by more than SPREAD_LIMIT."""
+    share, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
+                             max(r["set_aside_by_canary_part"], default=None,
+                                 key=r["set_aside_by_canary_part"].get)) for r in rows)
     spread, op, T = max((r["ops"][k]["worker_spread"], k, r["T"]) for r in rows for k in TIMED_KEYS)
     return {"slow_samples": make_check(
                 share, 1 - KEEP_AT_LEAST, f"the canary ran slow around {100 * share:.0f}% of the "
@@ -1456,7 +1452,7 @@ def verdict_from(checks):
             "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows, ceilings):
+def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows):
     """Every check: the load around all the workers, own CPU time, cpufreq or the canary, the warm
     workers' preemptions, the windows, and whether the figures would repeat. The default-heap
     worker is judged by the load and the canary; its page faults preempt it, so its preemptions
@@ -1467,7 +1463,7 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows, cei
         **interference_checks(*load, own_cpu_s, spare, warm, others),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
         **cooperation_checks(windows, threads["blas_threads"]),
-        **repeatability_checks(rows, ceilings)}), "other_processes": others[:5],
+        **repeatability_checks(rows)}), "other_processes": others[:5],
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
                        dflt["preempted"] / dflt["sampling_s"]}}
 
@@ -1732,10 +1728,10 @@ def plot_roofline(res):
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
     low = footer(fig, res, "rings", "roofs: " + (
-        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of the {c['beta_repeats']} "
-        f"and {c['pi_repeats']} repeats the canary kept of {res['config']['ceiling_repeats']} "
-        f"each (each >= {res['config']['min_time_s'] * 1e3:g} ms); a cache level's, of "
-        f"{res['config']['cache_repeats']}" if c["source"] == "measured" else c["depends_on"]))
+        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
+        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
+        f"level's of {res['config']['cache_repeats']}"
+        if c["source"] == "measured" else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
 
@@ -2068,8 +2064,7 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, warm, windows)
-    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows,
-                           ceilings)
+    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows)
     results = {
         "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
