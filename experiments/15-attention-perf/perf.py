@@ -752,9 +752,9 @@ def time_ceilings(spec, min_time):
         out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
                              "all": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
-        if lv.get("check_bytes"):
-            out["copy_check"][name] = copy_rates(copy_buffers(lv["check_bytes"]), cpus,
-                                                 spec["cache_reps"], min_time)
+        if lv.get("check_bytes"):  # the same buffers' first halves
+            half = [b[:lv["check_bytes"] // 8] for b in buffers]
+            out["copy_check"][name] = copy_rates(half, cpus, spec["cache_reps"], min_time)
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
@@ -844,8 +844,9 @@ def ceilings_and_ridge(given, measured):
 # the model; they are never its inputs (softmax_model, in the analysis).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
-FIT_SHAPES = ((4, 16), (32, 16), (8, 64), (2, 256))  # (rows a head, row length): arrays <= 8 KiB,
-                                                     # three at a time in L1
+FIT_SHAPES = ((4, 16), (4, 64), (32, 16), (2, 256))  # (rows a head, row length): arrays <= 8 KiB,
+                                                     # three at a time in L1; rows and elements
+                                                     # vary apart (c0, c_row, c_element)
 PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -1053,7 +1054,8 @@ def make_plan(args, hardware, threads):
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
              "ceiling_spec": spec, "pass_copy_bytes": share(copies, i, workers),
              "anatomy_Ts": sorted({anatomy_T, *share(others, i, workers)}),
-             "fit_shapes": share(FIT_SHAPES, i, workers)} for i in range(workers)]
+             "fit_shapes": share(FIT_SHAPES, i, workers) or [FIT_SHAPES[i % len(FIT_SHAPES)]]}
+            for i in range(workers)]  # every worker fits a shape: a slow one does not decide it
     n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE) + len(one_thread)) + 24 + \
         len(copies) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
