@@ -12,7 +12,12 @@ lines, and the figure is replaced by the new one. Then one line per statement to
                                     reported, not rewritten
 
 Exit status 1 where a figure could not be placed or computed (each said on a line of its own,
-nothing written), else 0. test_rebind.py runs it on a copy of the repository."""
+nothing written), else 0. test_rebind.py runs it on a copy of the repository.
+
+    python tests/rebind.py --reruns runs/rerun_01 runs/rerun_02 ...
+
+writes reruns.json instead: of each fresh run (its folder), its manifest and the figures of its
+results.json that the write-up compares across runs (rerun_digest)."""
 import json
 import re
 import subprocess
@@ -26,6 +31,7 @@ sys.path.insert(0, str(EXP))
 import bindings  # noqa: E402  (perf.py's folder first)
 
 FILES = {"r": "results.json", "m": "manifest.json", "reruns": "reruns.json"}
+OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
 
 
 def committed(name):
@@ -91,7 +97,52 @@ def rebind_document(name, table, old, new, report):
     return text
 
 
+def rerun_digest(r, m):
+    """What the write-up compares across runs: the manifest, and from results.json each answer's
+    figures, the classes, the threads, the model, the heap and the copies."""
+    at = {x["T"]: x for x in r["sweep"]}
+    a = r["analysis"]
+    return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
+                                                                  "model", "physical_cores")},
+            "forward_s": {T: x["forward_s"] for T, x in at.items()},
+            "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
+            "time_share": {T: {k: x["ops"][k]["time_share"] for k in OPS} for T, x in at.items()},
+            "bound": {k: [at[T]["ops"][k]["bound"] for T in at] for k in OPS},
+            "level_bound": {k: [at[T]["ops"][k]["level_bound"] for T in at] for k in OPS},
+            "samples_set_aside": {T: x["samples_set_aside"] for T, x in at.items()},
+            "dominant_op_per_T": a["dominant_op_per_T"],
+            "expected_observations_held": [o["held"] for o in a["expected_observations"]],
+            "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
+            "softmax_at_T_512": a.get("softmax_at_T_512"),
+            "softmax_model": [{k: v for k, v in x.items() if k != "passes"}
+                              for x in a["softmax_model"]],
+            "per_element_s": {p: f["per_element_s"] for p, f in a["pass_costs"]["fits"].items()},
+            "anatomy_share": {k: v["share"] for k, v in a["anatomy"]["softmax"].items()},
+            "threads_over_one": {w["T"]: w["threads_over_one"] for w in a["threading_windows"]},
+            "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
+                                      x["page_faults_per_forward"]} for x in r["sweep_default_heap"]},
+            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_bound",
+                                                  "plateau", "past_llc")}
+                       for n, lv in r["ceilings"]["levels"].items()},
+            "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()}}
+
+
+def write_reruns(folders):
+    """reruns.json from the fresh runs' folders, in the order given."""
+    runs = [rerun_digest(*(json.loads((Path(f) / name).read_text())
+                           for name in ("results.json", "manifest.json"))) for f in folders]
+    what = (f"{len(runs)} fresh default runs made one after another, just before the committed "
+            "run, by the same perf.py (perf_py_sha256), each from the repository's root as python "
+            "experiments/15-attention-perf/perf.py --out runs/rerun_NN: its manifest and the "
+            "figures the write-up compares across runs (tests/rebind.py, rerun_digest)")
+    (EXP / "reruns.json").write_text(json.dumps({"what": what, "runs": runs}, indent=1) + "\n")
+    print(f"wrote {EXP / 'reruns.json'}: {len(runs)} runs")
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ["--reruns"]:
+        return write_reruns(sys.argv[2:])
     old = {k: committed(f) for k, f in FILES.items()}
     new = {k: json.loads((EXP / f).read_text()) for k, f in FILES.items()}
     lines, errors = [], []

@@ -94,7 +94,8 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
     reference = {"compute": 40e-6, "blas": 60e-6}
     fast, spike = dict(reference), {"compute": 120e-6, "blas": 60e-6}
     slow = {"compute": 41e-6, "blas": 120e-6}
-    batches = [{"canary": [fast, spike]}, {"canary": [spike, fast]}, {"canary": [slow, slow]}]
+    batches = [{"canary_pair": [fast, spike]}, {"canary_pair": [spike, fast]},
+               {"canary_pair": [slow, slow]}]
     perf.mark_batches(batches, reference)
     # One slow reading beside a fast one: the faster of the two counts, per part.
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]

@@ -124,10 +124,11 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert proc.stderr.startswith("perf.py: error: --T 100000 needs about ")
     assert list(tmp_path.iterdir()) == []
     # Every array of a forward at T: six (h, T, T), the (T, T) mask, two (h, T, 1), seven (T, d)
-    # and a (d, d) weight; the input and the mask of every T; the copy; two interpreters.
+    # and a (d, d) weight; the anatomy's the same; the other T's inputs and masks (none here);
+    # the copy; pi's three 2048² matrices; two interpreters.
     forward = lambda T: 4 * (6 * 4 * T * T + T * T + 2 * 4 * T + 7 * T * 64 + 64 * 64)  # noqa
-    assert perf.run_memory_bytes([2048], 64, 4, 512, 256 << 20) == \
-        forward(2048) + forward(512) + 4 * (2048 * 64 + 2048**2) + (256 << 20) + (300 << 20)
+    assert perf.run_memory_bytes([2048], 64, 4, 512, 256 << 20, 2048) == \
+        forward(2048) + forward(512) + (256 << 20) + 3 * 4 * 2048**2 + (300 << 20)
 
 
 def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):

@@ -64,7 +64,7 @@ def test_a_sample_of_the_real_forward_lasts_min_time():
     s = perf.sample_forwards(x, mha, perf.causal_mask(64), 0.01, canary)
     assert s["batch_s"] >= 0.01 and s["n"] >= 1
     # The canary was read before the sample and after it, never during: its last reading.
-    assert s["canary"] == canary["readings"][-2:] and len(canary["readings"]) == 2
+    assert s["canary_pair"] == canary["readings"][-2:] and len(canary["readings"]) == 2
     # The five ops' times add up to the timed total (to rounding), which the wall time bounds.
     assert sum(s[op] for op in perf.OPS) == pytest.approx(s["total"])
     assert 0 < s["total"] <= s["batch_s"] / s["n"]

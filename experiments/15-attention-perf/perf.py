@@ -222,10 +222,10 @@ def forward_arrays(T, d_model, n_heads):
     the one byte model that the costs, the working sets, the anatomy, the softmax model, the
     laptop's figures and the memory estimate read."""
     d, h = d_model, n_heads
-    big, rows = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
+    big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
     return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
-            "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": rows, "D": big, "E": big,
-            "s": rows, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
+            "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": row_vec, "D": big, "E": big,
+            "s": row_vec, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
     # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
     # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
 
@@ -506,11 +506,13 @@ def make_canary():
     return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
 
 
-def watched(fn, min_time, canary):
+def watched(fn, min_time, canary, threads=None):
     """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [the
-    reading before, the reading after]); the reading after is the next batch's before."""
+    reading before, the reading after]); the reading after is the next batch's before. `threads`:
+    the batch on that many BLAS threads, the canary still read on the worker's own."""
     before = canary["last"]
-    n, seconds = run_for(fn, min_time)
+    with threadpool_limits(threads, user_api="blas"):  # None: as it is
+        n, seconds = run_for(fn, min_time)
     t0 = time.perf_counter()
     canary["last"] = canary["read"]()
     canary["readings"].append(canary["last"])
@@ -525,7 +527,7 @@ def canary_reference(readings):
 
 
 def mark_batches(tree, reference):
-    """Every timed batch in a worker's result (a dict with a "canary" pair) gets its canary_ratio,
+    """Every timed batch in a worker's result (a dict with a canary_pair) gets its canary_ratio,
     how slow the machine ran around it: its slowest part's time over that part's reference, each
     part at the faster of its two readings (one reading caught by an interrupt is not a phase);
     and canary_part, which part that was."""
@@ -533,8 +535,8 @@ def mark_batches(tree, reference):
         for item in tree:
             mark_batches(item, reference)
     elif isinstance(tree, dict):
-        if "canary" in tree:
-            before, after = tree["canary"]
+        if "canary_pair" in tree:
+            before, after = tree["canary_pair"]
             ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
             tree["canary_part"] = max(ratios, key=ratios.get)
             tree["canary_ratio"] = ratios[tree["canary_part"]]
@@ -558,15 +560,15 @@ PROFILES = {
 ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
 
 
-def sample_forwards(x, mha, mask, min_time, canary):
-    """One sample: n timed forwards back to back until min_time has passed, between two readings
-    of the canary; per op its summed time / n, beside n and the batch's wall time (which sees
-    what the timers miss)."""
+def sample_forwards(x, mha, mask, min_time, canary, threads=None):
+    """One sample: n timed forwards back to back until min_time has passed (on `threads` BLAS
+    threads, else the worker's), between two readings of the canary; per op its summed time / n,
+    beside n and the batch's wall time (which sees what the timers miss)."""
     forwards = []
     n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
-                             min_time, canary)
+                             min_time, canary, threads)
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
-            "batch_s": batch, "canary": pair}
+            "batch_s": batch, "canary_pair": pair}
 
 
 def plan_rounds(per_T, workers, threads_ran):
@@ -603,9 +605,8 @@ def take_samples(task, mha, canary):
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
                                                         r // 2))
         if r in task["one_thread_rounds"]:
-            with threadpool_limits(1, user_api="blas"):
-                rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary),
-                                          "after": len(rec["samples"]) - 1})
+            rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
+                                      "after": len(rec["samples"]) - 1})
         if MHz_now := cpufreq_MHz():
             MHz.append(sum(MHz_now) / len(MHz_now))
     return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
@@ -631,10 +632,10 @@ def slow(batch):
     return batch["canary_ratio"] > CANARY_SLOW
 
 
-def kept(batches):
+def kept(batches, is_slow=slow):
     """The batches around which the canary did not run slow, or all of them where it kept none
     (a figure must stand on something; a row says which)."""
-    return [b for b in batches if not slow(b)] or list(batches)
+    return [b for b in batches if not is_slow(b)] or list(batches)
 
 
 def pool_T(T, parts, min_time):
@@ -643,10 +644,9 @@ def pool_T(T, parts, min_time):
     canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
     the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
-    by_worker = [[s for s in p["samples"] if not slow(s)] for p in parts]
-    if all_slow := not any(by_worker):
-        by_worker = [p["samples"] for p in parts]
-    basis = sum(by_worker, [])
+    basis, all_slow = kept(samples), all(map(slow, samples))
+    in_basis = {id(s) for s in basis}
+    by_worker = [[s for s in p["samples"] if id(s) in in_basis] for p in parts]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     ops = {k: {**summarize([s[k] for s in basis], [[s[k] for s in w] for w in by_worker]),
@@ -673,7 +673,8 @@ def pool_T(T, parts, min_time):
            sum(faults) / sum(s["n"] for s in samples)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         lo, hi, _ = quantile_interval(pair_ratios, 0.5)
-        row.update(timer_pairs=len(pair_ratios), instrumentation_overhead_ci95=[lo - 1, hi - 1],
+        row.update(timer_pair_count=len(pair_ratios),
+                   instrumentation_overhead_ci95=[lo - 1, hi - 1],
                    instrumentation_overhead=float(np.median(pair_ratios) - 1))
     return row
 
@@ -741,7 +742,7 @@ def copy_levels(hardware, dram_bytes=None):
 
 
 def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples (a 256 MiB copy evicts their
+    """This worker's repeats of every ceiling, after its samples (the DRAM copy evicts their
     caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul.
     The canary does not judge them: read right after a 2048² matmul or a 128 MiB copy, it runs
     slow by the batch's own after-effect, and would set aside the kernels' steady state."""
@@ -792,8 +793,8 @@ def combine_ceilings(per_worker, spec):
     dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
         if name != "DRAM":
-            others = [v["GBps"] for n, v in levels.items() if n != name]
-            lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(others)
+            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
+            lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
@@ -874,7 +875,8 @@ def softmax_passes(S, mask):
 
 def anatomy_steps(x, mha, mask):
     """scores and softmax taken apart into naive numpy's passes, and each op whole: {step: call
-    on the forward's real data}; every array checked against the forward and forward_arrays."""
+    on the forward's real data}; the arrays the passes touch checked against forward_arrays,
+    and their result against the forward's softmax."""
     h = mha.n_heads
     Q, K, _ = qkv_proj(x, mha)
     S0 = scores(Q, K, h)
@@ -901,8 +903,8 @@ def time_anatomy(task, mha, canary):
     per call, with its canary."""
     def one(fn):
         fn()
-        n, seconds, pair = watched(fn, task["min_time"], canary)
-        return {"seconds": seconds / n, "batch_s": seconds, "canary": pair}
+        n, batch_s, pair = watched(fn, task["min_time"], canary)
+        return {"seconds": batch_s / n, "batch_s": batch_s, "canary_pair": pair}
     out = {str(T): {name: one(fn) for name, fn in anatomy_steps(
         make_input(T, mha, task["seed"]), mha, causal_mask(T)).items()
         if T == task["anatomy_T"] or name.startswith("softmax/") and not name.endswith("whole")}
@@ -921,8 +923,8 @@ def time_pass_copies(task, canary):
     def one(nbytes):
         src, dst = copy_buffers(nbytes)
         np.copyto(dst, src)
-        n, seconds, pair = watched(lambda: np.copyto(dst, src), task["min_time"], canary)
-        return [{"rate": nbytes * n / seconds / 1e9, "canary": pair}]
+        n, batch_s, pair = watched(lambda: np.copyto(dst, src), task["min_time"], canary)
+        return [{"rate": nbytes * n / batch_s / 1e9, "canary_pair": pair}]
     return {str(nbytes): one(nbytes) for nbytes in task["pass_copy_bytes"]}
 
 
@@ -1041,27 +1043,27 @@ def make_plan(args, hardware, threads):
             "matmul_n": prof["matmul_n"]}
     anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
     others = [T for T in args.T if T != anatomy_T] or [anatomy_T]
-    copies = sorted({b for T in args.T for step, b in pass_bytes(T, args.d_model,
-                                                                 args.n_heads).items()
-                     if step.startswith("softmax/")})  # a copy at each pass's working set
+    copy_sizes = sorted({b for T in args.T for step, b in pass_bytes(
+        T, args.d_model, args.n_heads).items() if step.startswith("softmax/")})  # each pass's
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_limit": threads["limit"], "anatomy_T": anatomy_T}
-    dflt = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
+    dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
             "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
             "one_thread_rounds": [], "anatomy_Ts": [], "fit_shapes": [], "pass_copy_bytes": [],
             "ceiling_spec": None}
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec, "pass_copy_bytes": share(copies, i, workers),
-             "anatomy_Ts": sorted({anatomy_T, *share(others, i, workers)}),
-             "fit_shapes": share(FIT_SHAPES, i, workers) or [FIT_SHAPES[i % len(FIT_SHAPES)]]}
-            for i in range(workers)]  # every worker fits a shape: a slow one does not decide it
-    n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE) + len(one_thread)) + 24 + \
-        len(copies) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
+             "ceiling_spec": spec, "pass_copy_bytes": share(copy_sizes, i, workers),
+             "anatomy_Ts": sorted({anatomy_T, *share(others * 2, i, workers)}),
+             "fit_shapes": list(dict.fromkeys(share(FIT_SHAPES * 2, i, workers)))}
+            for i in range(workers)]  # each T's passes and each fit shape by two workers, where
+    # there are two: one slow batch does not decide the figure where the other is kept
+    n_batches = len(args.T) * (rounds * (1 + TIMER_PAIR_SHARE) + len(one_thread)) + 36 + \
+        len(copy_sizes) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
-            "default_heap_samples": dflt["rounds"], "anatomy_T": anatomy_T,
+            "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
             "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
-            "tasks": [dflt] + warm}
+            "tasks": [dflt_task] + warm}
 
 
 def spawn_all(plan, in_process):
@@ -1096,7 +1098,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
         level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
                      if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_bound")],
                     default=(0, "DRAM"))[1]
-        level_beta = ceilings["levels"][level]["GBps"]
+        level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
                  attainable_gflops=min(pi, beta * I),
                  bound="memory" if I < lo else "compute" if I > hi else "ridge",
@@ -1109,8 +1111,8 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
 
 
 def threshold_T(d_k, I_crit, bytes_factor):
-    """The smallest T with T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
-    inequality, which counts T^2 twice), from which scores/av are compute-bound; None if none."""
+    """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
+    inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
     if d_k <= bytes_factor * I_crit:
         return None
     return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
@@ -1191,7 +1193,7 @@ def softmax_against_roofs(row, ceilings):
 def anatomy_summary(per_worker, row, d_model, n_heads):
     """The anatomy at row's T, a sample per worker: each step's median time (of the kept), GB/s,
     share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
-    whole, alone."""
+    whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
     T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
     at_T = [w[str(T)] for w in per_worker]
     out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
@@ -1215,31 +1217,41 @@ def anatomy_summary(per_worker, row, d_model, n_heads):
     return out
 
 
-def pass_costs(per_worker, copies, n_heads):
+def pass_costs(per_worker, pass_copies, n_heads):
     """What the softmax model stands on, measured apart from the softmax's own times: per pass,
     c0 + c_row rows + c_element elements fitted (least squares) to its seconds per call on the
     FIT_SHAPES (the median of the workers' kept samples of each), what a call, a row and an
-    element cost while the data sit in L1; and one thread's copy GB/s at each working set."""
+    element cost while the data sit in L1; and one thread's copy GB/s at each working set. Each
+    input says how many batches it had and how many the canary saw slow."""
+    def median_of(batches, key):
+        return float(np.median([b[key] for b in kept(batches)])), len(batches), sum(
+            map(slow, batches))
     fits = {}
     for p in PASSES:
-        points = [(n_heads * r, n_heads * r * L, float(np.median([b["seconds"] for b in kept(
-            [w[f"{r}x{L}"][f"softmax/{p}"] for w in per_worker if f"{r}x{L}" in w])])))
-            for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in per_worker)]
-        rows, elements, seconds = np.array(points).T
-        c = np.linalg.lstsq(np.c_[np.ones(len(points)), rows, elements], seconds, rcond=None)[0]
+        points = [(n_heads * r, n_heads * r * L, *median_of([w[f"{r}x{L}"][f"softmax/{p}"]
+                                                             for w in per_worker
+                                                             if f"{r}x{L}" in w], "seconds"))
+                  for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in per_worker)]
+        n_rows, n_elements, seconds = np.array([pt[:3] for pt in points]).T
+        c = np.linalg.lstsq(np.c_[np.ones(len(points)), n_rows, n_elements], seconds,
+                            rcond=None)[0]
         fits[p] = {"per_call_s": float(c[0]), "per_row_s": float(c[1]),
-                   "per_element_s": float(c[2]), "points": points}
-    GBps = {int(b): float(np.median([r["rate"] for r in kept(
-        sum((w[b] for w in copies if b in w), []))]))
-        for b in {b for w in copies for b in w}}
-    return {"fits": fits, "copy_GBps": dict(sorted(GBps.items()))}
+                   "per_element_s": float(c[2]),
+                   "points": [dict(zip(("rows", "elements", "seconds", "batches", "slow"), pt))
+                              for pt in points]}
+    copies = {int(b): median_of(sum((w[b] for w in pass_copies if b in w), []), "rate")
+              for b in {b for w in pass_copies for b in w}}
+    return {"fits": fits, "copy_GBps": {b: c[0] for b, c in sorted(copies.items())},
+            "copy_slow": sum(c[2] for c in copies.values()), "copy_batches": sum(
+                c[1] for c in copies.values())}
 
 
 def softmax_model(rows, per_worker, costs, d_model, n_heads):
     """The softmax's time predicted at every T from pass_costs alone (never from its own times),
-    in the manner of the ECM model: per pass, a call, its rows and elements in core, and its bytes
-    over one thread's copy rate at its working set; summed (no overlap) and with the in-core and
-    memory terms overlapped (max). Then each pass and the whole against what was measured."""
+    in the manner of the ECM model: per pass, a call, then its rows and elements in core
+    overlapped with its bytes at one thread's copy rate for its working set (predicted_s: the
+    larger of the two, fixed before any run); beside it the same terms summed, no overlap. Then
+    each pass and the whole against what was measured, and which rule the measurement sits near."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
@@ -1252,19 +1264,20 @@ def softmax_model(rows, per_worker, costs, d_model, n_heads):
             memory = b / costs["copy_GBps"][b] / 1e9
             measured = [r["seconds"] for r in kept([w[f"softmax/{p}"] for w in at_T])]
             passes[p] = {"bytes": b, "copy_GBps": costs["copy_GBps"][b], "call_s": call,
-                         "core_s": core, "memory_s": memory, "sum_s": call + core + memory,
-                         "max_s": call + max(core, memory),
+                         "core_s": core, "memory_s": memory, "predicted_s": call + max(
+                             core, memory), "predicted_no_overlap_s": call + core + memory,
                          "measured_s": float(np.median(measured)) if measured else None}
-        total = {k: sum(q[k] for q in passes.values()) for k in ("call_s", "core_s", "memory_s",
-                                                                 "sum_s", "max_s")}
+        total = {k: sum(q[k] for q in passes.values()) for k in (
+            "call_s", "core_s", "memory_s", "predicted_s", "predicted_no_overlap_s")}
         lo, hi = sm["time_s_interval"]
-        nearer = min(("sum", "max"), key=lambda k: abs(total[f"{k}_s"] - sm["time_s"]))
-        out.append({"T": T, "predicted_s": total["sum_s"], "predicted_overlapped_s":
-                    total["max_s"], "measured_s": sm["time_s"], "measured_interval": [lo, hi],
+        out.append({"T": T, **{k: total[k] for k in ("predicted_s", "predicted_no_overlap_s")},
+                    "measured_s": sm["time_s"], "measured_interval": [lo, hi],
                     "calls_s": total["call_s"], "core_s": total["core_s"],
-                    "memory_s": total["memory_s"], "nearer_rule": nearer,
-                    "unexplained_s": sm["time_s"] - total[f"{nearer}_s"],
-                    "within_noise": lo <= total[f"{nearer}_s"] <= hi, "passes": passes})
+                    "memory_s": total["memory_s"], "nearer_rule": min(
+                        ("overlapped", "predicted_s"), ("summed", "predicted_no_overlap_s"),
+                        key=lambda rule: abs(total[rule[1]] - sm["time_s"]))[0],
+                    "unexplained_s": sm["time_s"] - total["predicted_s"],
+                    "within_noise": lo <= total["predicted_s"] <= hi, "passes": passes})
     return out
 
 
@@ -1274,9 +1287,8 @@ def threading_windows(Ts, warm):
     over one's, each side's."""
     out = []
     for T in Ts:
-        matched = [(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
-                   for o in p["one_thread"]]
-        matched = [m for m in matched if not any(map(slow, m))] or matched
+        matched = kept([(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
+                        for o in p["one_thread"]], lambda pair: any(map(slow, pair)))
         at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
                         for k in TIMED_KEYS}
         if matched:
@@ -1365,7 +1377,7 @@ def clock_checks(freq_start, freq_end, workers):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else the canary's one-thread compute part at the fast side of each worker's readings.
-    A sustained fall is never set aside as slow samples: it fails here."""
+    A sustained fall fails here, whatever samples the canary also set aside."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
@@ -2001,19 +2013,23 @@ def parse_args(argv):
     return args
 
 
-def run_memory_bytes(Ts, d_model, n_heads, anatomy_T, dram_copy_bytes):
-    """A run's peak memory: every input and mask, every array of the largest forward and of the
-    anatomy's (the warm heap keeps both), the DRAM copy, two interpreters."""
+def run_memory_bytes(Ts, d_model, n_heads, anatomy_T, dram_copy_bytes, matmul_n):
+    """A run's peak memory: the other T's inputs and masks, every array of the largest forward
+    and of the anatomy's (the warm heap keeps both), the DRAM copy, pi's three matrices, two
+    interpreters."""
     arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
-    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    return arrays(max(Ts)) + arrays(anatomy_T) + inputs + dram_copy_bytes + (300 << 20)
+    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts if T != max(Ts)
+                 for k in ("x", "mask"))
+    return arrays(max(Ts)) + arrays(anatomy_T) + inputs + dram_copy_bytes + 12 * matmul_n**2 + \
+        (300 << 20)
 
 
 def refuse_early(args, plan):
     """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
     for the probe, then removed). Returns the memory estimate (MiB)."""
+    spec = plan["ceiling_spec"]
     need = run_memory_bytes(args.T, args.d_model, args.n_heads, plan["anatomy_T"],
-                            plan["ceiling_spec"]["levels"]["DRAM"]["bytes"])
+                            spec["levels"]["DRAM"]["bytes"], spec["matmul_n"])
     if need > (available := psutil.virtual_memory().available):
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
                          f"{available / 2**30:.1f} GiB are available")
@@ -2074,7 +2090,7 @@ def run_lab(args, argv):
         "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
-        "workers": [{"label": task["label"], **{k: w[k] for k in (
+        "worker_processes": [{"label": task["label"], **{k: w[k] for k in (
             "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
             for task, w in zip(plan["tasks"], [dflt] + warm)],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
