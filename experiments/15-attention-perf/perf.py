@@ -558,6 +558,7 @@ PROFILES = {
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
+TIMER_PAIR_EVERY = 4      # every 4th round, each sample is followed by a timed/untimed pair
 
 
 def sample_forwards(x, mha, mask, min_time, canary, threads=None):
@@ -601,9 +602,9 @@ def take_samples(task, mha, canary):
         rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
         rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
         rec["canary_s"] += canary["spent_s"] - c0
-        if task["timer_pairs"] and r % 2 == 0:  # every other round: a pair costs 1/12 of a sample
+        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
-                                                        r // 2))
+                                                        r // TIMER_PAIR_EVERY))
         if r in task["one_thread_rounds"]:
             rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
                                       "after": len(rec["samples"]) - 1})
@@ -1054,11 +1055,12 @@ def make_plan(args, hardware, threads):
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
              "ceiling_spec": spec, "pass_copy_bytes": share(copy_sizes, i, workers),
-             "anatomy_Ts": sorted({anatomy_T, *share(others * 2, i, workers)}),
+             "anatomy_Ts": sorted({anatomy_T, *share(others, i, workers)}),
              "fit_shapes": list(dict.fromkeys(share(FIT_SHAPES * 2, i, workers)))}
-            for i in range(workers)]  # each T's passes and each fit shape by two workers, where
-    # there are two: one slow batch does not decide the figure where the other is kept
-    n_batches = len(args.T) * (rounds * (1 + TIMER_PAIR_SHARE) + len(one_thread)) + 36 + \
+            for i in range(workers)]  # each fit shape by two workers, where there are two: one
+    # slow batch does not decide a cost the model rests on where the other is kept
+    n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
+                               + len(one_thread)) + 36 + \
         len(copy_sizes) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
     return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
             "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
