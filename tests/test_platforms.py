@@ -43,11 +43,21 @@ def i5_8250u(root, governor="powersave"):
             write(root, f"sys/devices/system/cpu/cpu0/cache/index{i}/{name}", str(value))
 
 
+def steady_canary():
+    """A canary that reads the same every time: a simulated machine's BLAS threads outnumber
+    this one's CPUs, and a real canary's matmul would then cost milliseconds a reading
+    (test_canary tests the real one)."""
+    reading = {"compute": 40e-6, "blas": 60e-6}
+    return {"read": lambda: dict(reading), "last": dict(reading), "readings": [dict(reading)],
+            "spent_s": 0.0}
+
+
 def run(tmp_path, capsys):
     """The run's results and manifest as written, and its warning lines; the pictures are not
     drawn (test_plots draws them)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(perf, "png_bytes", lambda fig: b"")
+        m.setattr(perf, "make_canary", steady_canary)
         for plot in ("plot_perf", "plot_roofline"):
             m.setattr(perf, plot, lambda res: None)
         perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
