@@ -544,6 +544,8 @@ CLAIMS = [
     (REFL, "whether scores and av sit below the ridge at the shortest length changed from run to run",
      lambda r, m: any(R_BOUND(x, "scores", 64) != op(r, 64, "scores")["bound"] for x in RERUNS)),
     (REFL, "a second core speeds up one matmul far more than the other", lambda r, m: THREADS_SPLIT(r)),
+    (REFL, "so the same work needs a small fraction of the memory traffic",
+     lambda r, m: P27(r)["bytes_reduction"] >= 10),
     (REFL, "they are compute-bound at every length", lambda r, m: ALL_T(r, ("scores", "av"), "compute", "level_bound")),
     (REFL, "the longest forward took more than twice as long as it does",
      lambda r, m: row(r, 512, "sweep_default_heap")["forward_s"] > 2 * row(r, 512)["forward_s"]),
