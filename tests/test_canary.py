@@ -127,4 +127,4 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
     assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
     assert reason.startswith("the canary's one-thread compute took 40.0 us in the first warm "
-                             "worker and 60.0 us in the last (-33%)")
+                             "worker and 60.0 us in the last (speed -33%)")

@@ -7,7 +7,6 @@ same way."""
 import hashlib
 import json
 import re
-from pathlib import Path
 
 import pytest
 

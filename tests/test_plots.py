@@ -175,10 +175,14 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     hatched bars' own (one default-heap process), the rings', and that the fused star writes
     neither S nor A."""
     cfg, dflt = res["config"], res["sweep_default_heap"][0]
+    # Workers whose every sample the canary set aside give no estimate: the footer says so.
+    counts = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})
+    kept = "" if counts == [cfg["workers"]] else (
+        f" ({'-'.join(str(n) for n in counts)} with kept samples)")
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
     samples = (f"the 25th percentile of the samples the canary kept of {cfg['samples_per_T']} "
                f"per T (each >= {cfg['min_time_s'] * 1e3:g} ms of forwards) from "
-               f"{cfg['workers']} warm worker processes; set aside, the canary over "
+               f"{cfg['workers']} warm worker processes{kept}; set aside, the canary over "
                f"{perf.CANARY_SLOW}x its fast state: " + ", ".join(
                    f"{r['samples_set_aside']} at T={r['T']}" + (
                        f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")

@@ -1375,11 +1375,12 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
                 *close)}
 
 
-def clock_checks(freq_start, freq_end, workers):
+def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else the canary's one-thread compute part at the fast side of each worker's readings.
-    A sustained fall fails here, whatever samples the canary also set aside."""
+    A sustained fall fails here, whatever samples the canary also set aside. The canary cannot
+    tell a clock from a host: on a VM its fall reads as the shared host's, and the remedy too."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
@@ -1396,16 +1397,20 @@ def clock_checks(freq_start, freq_end, workers):
                 f"worker and {1e6 * fast[1]:.1f} us in the last")
     else:
         drop, basis, what = None, None, ""
-    remedy = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
+    laptop = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
               "-g performance), then rerun; on a shared machine, rerun later",
               "AC power, performance governor")
+    host = basis == "canary" and virtualized
+    why = ("on a VM, the shared host (or its clock) ran slower for the later samples" if host else
+           "a laptop leaving turbo as its power budget runs out makes later samples slower")
+    remedy = ("a shared host: rerun later, and set the runs side by side with --compare",
+              "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
                 changed, 0, "the CPU governor/turbo changed during the run: "
-                f"{state(freq_start)} -> {state(freq_end)}", *remedy),
+                f"{state(freq_start)} -> {state(freq_end)}", *laptop),
             "clock_drop": make_check(
-                drop, CLOCK_DROP_LIMIT, f"{what} ({-100 * (drop or 0):.0f}%): a laptop leaving "
-                "turbo as its power budget runs out makes later samples slower", *remedy,
-                basis=basis)}
+                drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
+                *remedy, basis=basis)}
 
 
 CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour on its core)",
@@ -1477,7 +1482,8 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows):
     others = others_by_name(*load)
     return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, warm, others),
-        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm),
+        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm,
+                       hardware["virtualized"]),
         **cooperation_checks(windows, threads["blas_threads"]),
         **repeatability_checks(rows)}), "other_processes": others[:5],
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
@@ -1535,14 +1541,16 @@ def footer(fig, res, marks, protocol):
     do, in one short line. Returns the share of the figure's height it takes."""
     hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
+    kept = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})  # per T
+    kept = "" if kept == [cfg["workers"]] else f" ({'-'.join(map(str, kept))} with kept samples)"
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of the "
              f"samples the canary kept of {cfg['samples_per_T']} per T (each >= "
              f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
-             f"processes; set aside, the canary over {CANARY_SLOW}x its fast state: " + ", ".join(
-                 f"{r['samples_set_aside']} at T={r['T']}" + (
+             f"processes{kept}; set aside, the canary over {CANARY_SLOW}x its fast state: "
+             + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  for r in res["sweep"]) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
@@ -1659,7 +1667,8 @@ def draw_roofs(ax, res, xs):
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
-              "   bound by numpy's per-call cost" for n, lv in c["levels"].items()
+              "   call-bound by the run's rule: numpy's per-call cost"
+              for n, lv in c["levels"].items()
               if lv.get("call_cost_bound")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
