@@ -18,9 +18,8 @@ OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
 def use_reruns(runs):
     """The reruns the bindings read (reruns.json's digests): the committed file's by default;
     rebind.py sets the previous commit's to read the old figures."""
-    global RERUNS, QUIET
+    global RERUNS
     RERUNS = runs
-    QUIET = [x for x in RERUNS if x["conditions_verdict"] == "quiet"]
 
 
 use_reruns(json.loads((EXP / "reruns.json").read_text())["runs"])
@@ -83,14 +82,11 @@ CHK = lambda r, name: r["conditions"]["checks"][name]["value"]  # noqa: E731
 LV = lambda r, name: r["ceilings"]["levels"][name]  # noqa: E731
 MODEL = lambda r, T: next(x for x in r["analysis"]["softmax_model"] if x["T"] == T)  # noqa: E731
 FITS = lambda r: r["analysis"]["pass_costs"]["fits"]  # noqa: E731
-PER_EL = lambda r: {p: f["per_element_s"] for p, f in FITS(r).items()}  # noqa: E731
 THREADS = lambda r, T, k: window(r, T)["threads_over_one"][k]  # noqa: E731
 SPREAD = lambda r: max((x["ops"][k]["worker_spread"], k, x["T"]) for x in r["sweep"]  # noqa: E731
                        for k in perf.TIMED_KEYS)
 L3_MIB = lambda r: int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10  # noqa: E731
 ASIDE = lambda r, T: row(r, T)["samples_set_aside"]  # noqa: E731
-TIMER_CI = lambda r: [e for x in r["sweep"] for e in x["instrumentation_overhead_ci95"]]  # noqa
-QUIET_RUN = lambda r: r["conditions"]["verdict"] == "quiet"  # noqa: E731
 KEPT_WORKERS = lambda r, T: len(row(r, T)["ops"]["total"]["worker_times"])  # noqa: E731
 EXCESS = lambda e: -e["unexplained_s"] / e["measured_s"]  # noqa: E731  (the prediction's, signed)
 FIT_POINTS = lambda r: [p for f in FITS(r).values() for p in f["points"]]  # noqa: E731
@@ -100,7 +96,6 @@ SMALL_T_THREADS = lambda d: [v for k, v in d.items() if k != "total"]  # noqa: E
 WORDS = "none one two three four five six seven eight nine ten eleven twelve".split()
 THREADS_OF = lambda x, T: x["threads_over_one"][str(T)]  # noqa: E731
 R_MODEL = lambda x, T: next(e for e in x["softmax_model"] if e["T"] == T)  # noqa: E731
-MISS = lambda e: abs(e["unexplained_s"]) / e["measured_s"]  # noqa: E731
 FAILED = lambda x: [f["check"] for f in x["conditions_failed"]]  # noqa: E731
 COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 
@@ -163,16 +158,14 @@ LAB = [
     ("The sum instead of the larger predicts **{} ms**", lambda r, m: ms(MODEL(r, 512)["predicted_no_overlap_s"])),
     ("That roofline counts the lab's **{} MB**", lambda r, m: num(AN(r)["softmax_bytes_lab_model"] / 1e6, 1)),
     ("move **{} MB**, mostly in", lambda r, m: num(AN(r)["softmax_bytes_all_steps"] / 1e6, 1)),
-    ("at every T, by **{} %**, outside", lambda r, m: both(*(100 * f(EXCESS(MODEL(r, T)) for T in (64, 128, 256, 512))
-                                                           for f in (min, max)), 1)),
+    ("at every T, by **{} %**, outside", lambda r, m: EXCESS_RANGE(r)),
     ("at most **{} %** at any T of any rerun", lambda r, m: at_most(100 * max(
-        e["memory_s"] / e["measured_s"] for x in RERUNS for e in x["softmax_model"]), 0)),
+        BYTES_SHARE(e) for x in RERUNS for e in x["softmax_model"]), 0)),
     ("unsure: **{}** of the", lambda r, m: str(sum(p["slow"] for p in FIT_POINTS(r)))),
     ("of the **{}** batches of its fits", lambda r, m: str(sum(p["batches"] for p in FIT_POINTS(r)))),
     ("ranged from **{} %** too low", lambda r, m: num(-100 * min(EXCESS(R_MODEL(x, 512)) for x in RERUNS), 1)),
     ("to **{} %** too high", lambda r, m: num(100 * max(EXCESS(R_MODEL(x, 512)) for x in RERUNS), 1)),
-    ("The bytes' term is **{} %** of the time measured", lambda r, m: pct(
-        MODEL(r, 512)["memory_s"] / MODEL(r, 512)["measured_s"])),
+    ("The bytes' term is **{} %** of the time measured", lambda r, m: pct(BYTES_SHARE(MODEL(r, 512)))),
     *(model_row(T) for T in (64, 128, 256, 512)),
     # question 3
     ("moves **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
@@ -316,8 +309,7 @@ LAB = [
               lambda x: x["checks"]["slow_samples"], lambda v: pct(v, 0)),
     ("at most **{}×** one on av", lambda r, m: at_most(max(THREADS_OF(x, 512)["av"] for x in RERUNS), 2)),
     ("at least **{}×** on scores", lambda r, m: at_least(min(THREADS_OF(x, 512)["scores"] for x in RERUNS), 2)),
-    ("come to **{} %** (the model's row", lambda r, m: pct((MODEL(r, 64)["memory_s"] + MODEL(r, 64)["calls_s"])
-                                                          / MODEL(r, 64)["measured_s"], 0)),
+    ("come to **{} %** (the model's row", lambda r, m: pct(OUTSIDE_CORE(MODEL(r, 64)), 0)),
     ("at T = 64 memory-bound in **{}**", lambda r, m: COUNT(lambda x: x["bound"]["scores"][0] == "memory")),
     ("near the ridge in **{}**; near", lambda r, m: COUNT(lambda x: x["bound"]["scores"][0] == "ridge")),
     ("near the ridge at 128 in **{}**", lambda r, m: COUNT(lambda x: x["bound"]["scores"][1] == "ridge")),
@@ -335,7 +327,7 @@ TOP = [
     ("set aside **{}** % of each T's samples", lambda r, m: both(min(ASIDE(r, T) for T in (64, 128, 256, 512)),
                                                                max(ASIDE(r, T) for T in (64, 128, 256, 512)), 0)),
     ("kept those of **{}** of the five", lambda r, m: WORDS[KEPT_WORKERS(r, 512)]),
-    ("would take **{} %** of its time", lambda r, m: pct(MODEL(r, 512)["memory_s"] / MODEL(r, 512)["measured_s"])),
+    ("would take **{} %** of its time", lambda r, m: pct(BYTES_SHARE(MODEL(r, 512)))),
     ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
@@ -350,8 +342,7 @@ REPORT = [
     ("(threshold T = **{}**, which", lambda r, m: num(THR(r)["T_threshold"], 1)),
     ("the softmax runs at **{} %** of its memory", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
     ("is **{} %** of the forward there", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
-    ("at every T: **{} %** too high", lambda r, m: both(*(100 * f(EXCESS(MODEL(r, T)) for T in (64, 128, 256, 512))
-                                                          for f in (min, max)), 1)),
+    ("at every T: **{} %** too high", lambda r, m: EXCESS_RANGE(r)),
     ("would move **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
 ]
 
@@ -419,13 +410,28 @@ FAULTS_FROM_256 = lambda r: all((row(r, T, "sweep_default_heap")["page_faults_pe
                                 for T in (64, 128, 256, 512))
 SOFTMAX_LARGEST = lambda r: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}  # noqa
 IN_CORE = lambda r, T: MODEL(r, T)["core_s"] > MODEL(r, T)["memory_s"]  # noqa: E731
-EXP_DEAREST = lambda r: PER_EL(r)["exp"] == max(PER_EL(r).values())  # noqa: E731
 LAB_BYTES = lambda r: AN(r)["softmax_bytes_all_steps"] / AN(r)["softmax_bytes_lab_model"]  # noqa
 THREADS_SPLIT = lambda r: (min(THREADS(r, 512, k) for k in ("qkv_proj", "av", "out_proj")) < 0.7  # noqa: E731
                            and THREADS(r, 512, "scores") > 0.9
                            and all(x["threads_over_one"]["512"]["av"] < x["threads_over_one"]["512"]["scores"]
                                    for x in RERUNS))
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
+BYTES_SHARE = lambda e: e["memory_s"] / e["measured_s"]  # noqa: E731  (the model's bytes term)
+OUTSIDE_CORE = lambda e: (e["memory_s"] + e["calls_s"]) / e["measured_s"]  # noqa: E731  (bytes + calls)
+EXCESS_RANGE = lambda r: both(*(100 * f(EXCESS(MODEL(r, T)) for T in (64, 128, 256, 512))  # noqa: E731
+                                for f in (min, max)), 1)
+FITS_MOSTLY_SLOW = lambda r: (sum(p["slow"] for p in FIT_POINTS(r))  # noqa: E731
+                              > 0.5 * sum(p["batches"] for p in FIT_POINTS(r)))
+SCORES_AV_HERE = lambda r: all(BOUNDS(r, k) == ["memory", "ridge", "ridge", "ridge"]  # noqa: E731
+                               for k in ("scores", "av"))
+R_COMPUTE_AT_512 = lambda: R_ALL(  # noqa: E731
+    lambda x: all(R_BOUND(x, k, 512) == "compute" for k in ("scores", "av")))
+Q2_HIGHEST = lambda r: R_ALL(  # noqa: E731
+    lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"] <= SM(r)["ratio_to_memory_ceiling"])
+THRESHOLD_MOVES = lambda: (max(x["scores_av_threshold"]["T_threshold"] for x in RERUNS)  # noqa: E731
+                           > 2 * min(x["scores_av_threshold"]["T_threshold"] for x in RERUNS))
+RERUNS_DISAGREE = lambda: (max(x["forward_s"]["512"] for x in RERUNS)  # noqa: E731
+                           > 1.05 * min(x["forward_s"]["512"] for x in RERUNS))
 R_BOUND = lambda x, k, T: x["bound"][k][(64, 128, 256, 512).index(T)]  # noqa: E731
 TIMER_OUTSIDE_ZERO = lambda r: [x["T"] for x in r["sweep"] if not  # noqa: E731
                                 x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]]
@@ -434,19 +440,18 @@ CLAIMS = [
     (LABR, "The softmax at every T; the projections at none.",
      lambda r, m: ALL_T(r, ("softmax",), "memory") and ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     (LABR, "Scores and av at T = 64, and near the ridge",
-     lambda r, m: all(BOUNDS(r, k) == ["memory", "ridge", "ridge", "ridge"] for k in ("scores", "av"))),
+     lambda r, m: SCORES_AV_HERE(r)),
     (LABR, "near the ridge (inside its interval) from T = 128 on",
      lambda r, m: all(C(r)["ridge_interval"][0] <= op(r, T, k)["intensity"] <= C(r)["ridge_interval"][1]
                       for T in (128, 256, 512) for k in ("scores", "av"))),
     (LABR, "which put scores and av compute-bound at T = 512 in all twelve",
-     lambda r, m: len(RERUNS) == 12 and R_ALL(lambda x: all(R_BOUND(x, k, 512) == "compute" for k in ("scores", "av")))),
+     lambda r, m: len(RERUNS) == 12 and R_COMPUTE_AT_512()),
     (LABR, "One core copies a 512 KiB working set (within its L2)",
      lambda r, m: LV(r, "L2")["GBps_from"] == LV(r, "L3")["GBps_from"] == "1thread"),
     (LABR, "whose samples the canary set aside as slow",
      lambda r, m: all(v > perf.CANARY_SLOW for x in r["sweep"] for v in x["canary_ratios"][:r["config"]["rounds_per_worker"]])),
     (LABR, "It moves with β, which this host does not hold still",
-     lambda r, m: max(x["scores_av_threshold"]["T_threshold"] for x in RERUNS)
-     > 2 * min(x["scores_av_threshold"]["T_threshold"] for x in RERUNS)),
+     lambda r, m: THRESHOLD_MOVES()),
     (LABR, "scores and av are compute-bound at every T; the softmax stays memory-bound",
      lambda r, m: ALL_T(r, ("scores", "av"), "compute", "level_bound")
      and ALL_T(r, ("softmax",), "memory", "level_bound")),
@@ -463,11 +468,11 @@ CLAIMS = [
     (LABR, "mostly in the caches", lambda r, m: SM(r)["level"] in ("L2", "L3")),
     # the cause: the bytes at the measured copy rates could have taken most of the time; they do not
     (LABR, "streaming the passes' bytes does not account for the softmax's time",
-     lambda r, m: all(MODEL(r, T)["memory_s"] < 0.5 * MODEL(r, T)["measured_s"] for T in (64, 128, 256, 512))
-     and R_ALL(lambda x: all(e["memory_s"] < 0.5 * e["measured_s"] for e in x["softmax_model"]))),
+     lambda r, m: all(BYTES_SHARE(MODEL(r, T)) < 0.5 for T in (64, 128, 256, 512))
+     and R_ALL(lambda x: all(BYTES_SHARE(e) < 0.5 for e in x["softmax_model"]))),
     (LABR, "By the model's account the rest is work in core, but its size is unsure",
      lambda r, m: all(IN_CORE(r, T) for T in (64, 128, 256, 512))
-     and sum(p["slow"] for p in FIT_POINTS(r)) > 0.5 * sum(p["batches"] for p in FIT_POINTS(r))),
+     and FITS_MOSTLY_SLOW(r)),
     # question 3
     (LABR, "past the ridge. Its roofline bound there is π",
      lambda r, m: P27(r)["without_materialising_A"]["bound"] == "compute"),
@@ -476,7 +481,7 @@ CLAIMS = [
     (LABR, "The first fails on the softmax",
      lambda r, m: op(r, 64, "softmax")["time_share"] > OBS(r, 0)["projections_share"]),
     (LABR, "the rest, by the model's account, is numpy's work per row and per element",
-     lambda r, m: MODEL(r, 64)["memory_s"] + MODEL(r, 64)["calls_s"] < 0.5 * MODEL(r, 64)["measured_s"]
+     lambda r, m: OUTSIDE_CORE(MODEL(r, 64)) < 0.5
      and IN_CORE(r, 64)),
     # findings
     (LABR, "The softmax, which calls no BLAS, moves",
@@ -560,17 +565,16 @@ CLAIMS = [
      and not R_ALL(lambda x: x["levels"]["DRAM"]["plateau"])),
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "Scores and av, in this run, at T = 64, and near the ridge (inside its interval) above",
-     lambda r, m: ALL_T(r, ("softmax",), "memory") and all(BOUNDS(r, k) == ["memory", "ridge", "ridge", "ridge"] for k in ("scores", "av"))),
+     lambda r, m: ALL_T(r, ("softmax",), "memory") and SCORES_AV_HERE(r)),
     ("README.md", "the twelve reruns put scores and av compute-bound at T = 512 in every one",
-     lambda r, m: len(RERUNS) == 12 and R_ALL(lambda x: all(R_BOUND(x, k, 512) == "compute" for k in ("scores", "av")))),
+     lambda r, m: len(RERUNS) == 12 and R_COMPUTE_AT_512()),
     ("README.md", "the highest of this run and its twelve reruns",
-     lambda r, m: R_ALL(lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"] <= SM(r)["ratio_to_memory_ceiling"])),
+     lambda r, m: Q2_HIGHEST(r)),
     ("README.md", "kept those of", lambda r, m: len({KEPT_WORKERS(r, T) for T in (64, 128, 256, 512)}) == 1),
     ("README.md", "It moves with β",
-     lambda r, m: max(x["scores_av_threshold"]["T_threshold"] for x in RERUNS)
-     > 2 * min(x["scores_av_threshold"]["T_threshold"] for x in RERUNS)),
+     lambda r, m: THRESHOLD_MOVES()),
     ("README.md", "at the copy rates the run measured for them",
-     lambda r, m: MODEL(r, 512)["memory_s"] < 0.5 * MODEL(r, 512)["measured_s"]),
+     lambda r, m: BYTES_SHARE(MODEL(r, 512)) < 0.5),
     ("README.md", "whether the next run agrees, only reruns tell",
      lambda r, m: any(x["conditions_verdict"] == "quiet" for x in RERUNS)
      and max(x["ridge_intensity"] for x in RERUNS) > 1.1 * min(x["ridge_intensity"] for x in RERUNS)),
@@ -579,17 +583,17 @@ CLAIMS = [
      lambda r, m: not OBS(r, 0)["held"]),
     (REP, "in five fresh processes", lambda r, m: r["config"]["workers"] == 5),
     (REP, "The softmax is memory-bound at every T, scores and av at T = 64 in this run",
-     lambda r, m: ALL_T(r, ("softmax",), "memory") and all(BOUNDS(r, k) == ["memory", "ridge", "ridge", "ridge"] for k in ("scores", "av"))),
+     lambda r, m: ALL_T(r, ("softmax",), "memory") and SCORES_AV_HERE(r)),
     (REP, "too high here, and off either way in the reruns",
      lambda r, m: all(MODEL(r, T)["unexplained_s"] < 0 for T in (64, 128, 256, 512))
      and any(EXCESS(R_MODEL(x, 512)) > 0 for x in RERUNS) and any(EXCESS(R_MODEL(x, 512)) < 0 for x in RERUNS)),
     (REP, "(the highest of thirteen runs)",
-     lambda r, m: len(RERUNS) == 12 and R_ALL(lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"] <= SM(r)["ratio_to_memory_ceiling"])),
+     lambda r, m: len(RERUNS) == 12 and Q2_HIGHEST(r)),
     (REP, "all twelve reruns put them compute-bound at T = 512",
-     lambda r, m: R_ALL(lambda x: all(R_BOUND(x, k, 512) == "compute" for k in ("scores", "av")))),
+     lambda r, m: R_COMPUTE_AT_512()),
     (REP, "twelve reruns show how far the next run moves", lambda r, m: len(RERUNS) == 12),
     (REP, "which moves with β between runs",
-     lambda r, m: len({round(x["scores_av_threshold"]["T_threshold"]) for x in RERUNS}) > 1),
+     lambda r, m: THRESHOLD_MOVES()),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
      lambda r, m: OBS(r, 1)["held"] and OBS(r, 2)["held"] and not OBS(r, 0)["held"]),
     (REP, "every forward from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
@@ -599,17 +603,17 @@ CLAIMS = [
     (SOL, "differ by a few percent at most, either way",
      lambda r, m: all(abs(x["instrumentation_overhead"]) <= 0.025 for x in r["sweep"])),
     (SOL, "the softmax's bytes at the measured copy rates take under a third of its time",
-     lambda r, m: MODEL(r, 512)["memory_s"] < MODEL(r, 512)["measured_s"] / 3),
+     lambda r, m: BYTES_SHARE(MODEL(r, 512)) < 1 / 3),
     (SOL, "twelve consecutive runs of the reference did not all agree",
-     lambda r, m: max(x["forward_s"]["512"] for x in RERUNS) > 1.05 * min(x["forward_s"]["512"] for x in RERUNS)),
+     lambda r, m: RERUNS_DISAGREE()),
     (SOL, "past three quarters at any T it calls the run disturbed", lambda r, m: perf.KEEP_AT_LEAST == 0.25),
     (SOL, "more than three quarters of a T's samples were set aside", lambda r, m: perf.KEEP_AT_LEAST == 0.25),
     (SOL, "naive numpy moves several times those bytes", lambda r, m: 3 <= LAB_BYTES(r) < 10),
     (REFL, "it turned out to be most of the forward at every length I tried",
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
     (REFL, "Its bytes came out as under a third of the softmax's time, and the rest as work in core, though the model could not say how much",
-     lambda r, m: all(MODEL(r, T)["memory_s"] < MODEL(r, T)["measured_s"] / 3 and IN_CORE(r, T) for T in (64, 128, 256, 512))
-     and sum(p["slow"] for p in FIT_POINTS(r)) > 0.5 * sum(p["batches"] for p in FIT_POINTS(r))),
+     lambda r, m: all(BYTES_SHARE(MODEL(r, T)) < 1 / 3 and IN_CORE(r, T) for T in (64, 128, 256, 512))
+     and FITS_MOSTLY_SLOW(r)),
     (REFL, "whether scores and av sit below the ridge at the shortest length changed from run to run",
      lambda r, m: any(R_BOUND(x, "scores", 64) != op(r, 64, "scores")["bound"] for x in RERUNS)),
     (REFL, "a second core speeds up some matmuls far more than others", lambda r, m: THREADS_SPLIT(r)),
@@ -619,7 +623,7 @@ CLAIMS = [
     (REFL, "the longest forward took more than twice as long as it does",
      lambda r, m: row(r, 512, "sweep_default_heap")["forward_s"] > 2 * row(r, 512)["forward_s"]),
     (REFL, "even then a second run could disagree with the first",
-     lambda r, m: max(x["forward_s"]["512"] for x in RERUNS) > 1.05 * min(x["forward_s"]["512"] for x in RERUNS)),
+     lambda r, m: RERUNS_DISAGREE()),
     (REFL, "the machine itself can run slow while I measure",
      lambda r, m: any(x["samples_set_aside"] > 0 for x in r["sweep"])),
 ]
