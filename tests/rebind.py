@@ -31,7 +31,7 @@ sys.path.insert(0, str(EXP))
 import bindings  # noqa: E402  (perf.py's folder first)
 
 FILES = {"r": "results.json", "m": "manifest.json", "reruns": "reruns.json"}
-OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
+OPS = bindings.perf.OPS
 
 
 def committed(name):

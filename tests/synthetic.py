@@ -4,8 +4,8 @@ on whatever this machine measured."""
 import perf
 
 TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 ops at 512
-    64: {"qkv_proj": 0.030, "scores": 0.010, "softmax": 0.020, "av": 0.008, "out_proj": 0.012},
-    512: {"qkv_proj": 0.15, "scores": 0.90, "softmax": 3.00, "av": 0.40, "out_proj": 0.08},
+    64: dict(zip(perf.OPS, (0.030, 0.010, 0.020, 0.008, 0.012))),
+    512: dict(zip(perf.OPS, (0.15, 0.90, 3.00, 0.40, 0.08))),
 }
 PASSES = tuple(f"softmax/{p}" for p in perf.PASSES)
 

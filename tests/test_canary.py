@@ -101,7 +101,7 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
     # Both readings slow: the slowest part names it.
     assert batches[2]["canary_ratio"] == 2.0 and batches[2]["canary_part"] == "blas"
-    assert perf.kept(batches) == batches[:2] and perf.kept(batches[2:]) == batches[2:]
+    assert perf.kept_batches(batches) == batches[:2] and perf.kept_batches(batches[2:]) == batches[2:]
 
 
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(

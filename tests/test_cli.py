@@ -15,7 +15,7 @@ import perf
 import synthetic
 from conftest import PERF, TINY, run_perf
 
-OPS = ["qkv_proj", "scores", "softmax", "av", "out_proj"]
+OPS = list(perf.OPS)
 LONG = ["--min-time", "0.02", "--samples", "10"]  # long enough to be interrupted mid-worker
 
 

@@ -8,8 +8,8 @@ import perf
 QUIET_FREQ = {"governor": "performance", "turbo": "on"}
 
 
-def cpu(wall, busy, total, steal=0.0, procs=None, at=1000.0):
-    return {"perf_s": wall, "epoch_s": at + wall, "busy": busy, "total": total, "steal": steal,
+def cpu(wall, busy, all_cpu_s, steal=0.0, procs=None, at=1000.0):
+    return {"perf_s": wall, "epoch_s": at + wall, "busy": busy, "all_cpu_s": all_cpu_s, "steal": steal,
             "procs": procs or {}}
 
 

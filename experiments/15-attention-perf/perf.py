@@ -7,12 +7,12 @@ on this machine's roofline, and writes results.json, manifest.json (the lab's Bl
 redraws the pictures, --compare A B sets run B beside run A. The code measured is naive on
 purpose (tuning it is Phase 27's); the measurement is not.
 
-The file reads top to bottom as the data flows; run_lab, near the end, conducts a run. Where to
-look: each op's timer, attention_forward_timed; the bytes of every array, forward_arrays;
-time_s, run_for and the canary (watched), then the sweep's section in order (the protocol,
-sample_forwards, plan_rounds, take_samples, summarize, pool_T, pool_sweep); beta, pi and the
-ridge, the ceilings' section, from rate_estimate to ceilings_and_ridge; the softmax's predicted
-time, softmax_model; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
+Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conducts a run. Part II
+is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
+what a sample is, sample_forwards; an op's time_s, summarize and pool_T; the bytes of every
+array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
+answers, analyse (the softmax's predicted time, softmax_model); the canary around each batch,
+watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
 """
 
 import argparse
@@ -48,12 +48,13 @@ try:
 except ImportError:  # Windows: psutil counts the faults
     resource = None
 
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, from REPO
 
 # The lab's experiment.
-OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")
+OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the one list of the timed ops
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
@@ -61,42 +62,21 @@ KEYED_T = 512                        # the T the lab's result keys name (*_at_T_
 # The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
-
-COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
-TIME_QUANTILE = 0.25      # time_s: the fast side of an op's samples (interference only adds time)
-CEILING_QUANTILE = 1 - TIME_QUANTILE  # a ceiling: the same fast side of its repeats' rates
-CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
-TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
-
-# The canary: a small fixed workload read between every two timed batches of a worker; a batch
-# whose canary, read before and after it, ran slow is set aside from the figures.
-CANARY_REFERENCE = 0.10   # the machine's fast state: this quantile of all canary readings of a run
-CANARY_SLOW = 1.15        # a batch is slow when a canary part took this much over its reference
-KEEP_AT_LEAST = 0.25      # per T, this share of the planned samples must remain: as many as the
-                          # 25th percentile rests on in a run that sets none aside
-
-# Thresholds of the analysis, the verdict and --compare.
-SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
-PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
-COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
-OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
-STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
-PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
-CLOCK_DROP_LIMIT = 0.10   # the cores' clock (or the canary's compute) may fall this much from the
-                          # first warm worker to the last
-NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-STATE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
-NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
+TIME_QUANTILE = 0.25      # an op's time_s: the fast side of its samples (interference only adds)
 
 
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2, nothing written."""
 
 
+# ==============================================================================================
+# PART I — THE LAB, Blocks A to F in the lab's order. Each Block reads like the lab a learner
+# writes; the measuring it needs (worker processes, the canary, the ceilings' timing, the
+# statistics, the verdict) is called from Part II below.
+# ==============================================================================================
+
 # ----------------------------------------------------------------------------------------------
-# The model (Block A): the naive multi-head attention, and the same forward with a timer around
-# each op.
+# Block A: the model, and the same forward with a timer around each op.
 # Heads are a leading batch axis (h, T, d_k) and numpy's batched matmul runs them: naive (no
 # fusing, no out= buffers, A fully materialised), and it keeps the per-op timers down to six.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
@@ -182,40 +162,312 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
-    forward. numpy is eager: each result exists when its call returns."""
+    forward, keyed as the lab spells them (OPS, then "total"). numpy is eager: each result
+    exists when its call returns."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
-    t0 = now()
+    t = [now()]
     Q, K, V = qkv_proj(x, mha)
-    t1 = now()
+    t.append(now())
     S = scores(Q, K, mha.n_heads)
-    t2 = now()
+    t.append(now())
     A = softmax(S, mask)
-    t3 = now()
+    t.append(now())
     O = av(A, V, mha.n_heads)
-    t4 = now()
+    t.append(now())
     out = out_proj(O, mha)
-    t5 = now()
-    times = {"qkv_proj": (t1 - t0) * 1e-9, "scores": (t2 - t1) * 1e-9,
-             "softmax": (t3 - t2) * 1e-9, "av": (t4 - t3) * 1e-9,
-             "out_proj": (t5 - t4) * 1e-9, "total": (t5 - t0) * 1e-9}
+    t.append(now())
+    times = {op: (t1 - t0) * 1e-9 for op, t0, t1 in zip(OPS, t, t[1:])}  # one stamp per op
+    times["total"] = (t[-1] - t[0]) * 1e-9
     return (times, out) if return_output else times
 
 
-def timer_cost_ratio(x, mha, mask, n, r):
-    """What the six timers cost: m timed over m untimed forwards (m a small share of the
-    sample's n), back to back in an order that alternates with the round r."""
-    m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
-    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
-        t0 = now()
-        for _ in range(m):
-            f(x, mha, mask)
-        secs[f] = now() - t0
-    return secs[attention_forward_timed] / secs[attention_forward]
+# ----------------------------------------------------------------------------------------------
+# Block B: what a sample is, a worker's samples, and the sweep: each T's row pooled from all the
+# warm workers' samples that the canary kept.
+
+
+# The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
+# min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
+# workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
+# The canary is read between every two batches; the figures come from the samples it kept.
+PROFILES = {
+    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
+                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
+}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
+ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
+TIMER_PAIR_EVERY = 4      # every 4th round, each sample is followed by a timed/untimed pair
+
+
+def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
+    """One sample: n timed forwards back to back until min_time has passed (on `blas_threads` BLAS
+    threads, else the worker's), between two readings of the canary; per op its summed time / n,
+    beside n and the batch's wall time (which sees what the timers miss)."""
+    forwards = []
+    n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
+                             min_time, canary, blas_threads)
+    return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
+            "batch_s": batch, "canary_pair": pair}
+
+
+def take_samples(task, mha, canary):
+    """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
+    rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
+    in turn), after one untimed forward. After each sample: its timer pair and, in the
+    one-thread rounds, the same sample on one BLAS thread."""
+    Ts, min_time = task["T_sweep"], task["min_time"]
+    inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
+    out = {T: {"samples": [], "timer_ratios": [], "one_thread": [], "faults": 0, "canary_s": 0.0}
+           for T in Ts}
+    rounds = range(task["rounds"])
+    schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
+        if task["interleave"] else [(r, T) for T in Ts for r in rounds]
+    switches, t0, started, MHz = preemptions(), time.perf_counter(), time.time(), []
+    for r, T in schedule:
+        (x, mask), rec = inputs[T], out[T]
+        if not rec["samples"]:
+            attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
+        f0, c0 = page_faults(), canary["spent_s"]
+        rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
+        rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
+        rec["canary_s"] += canary["spent_s"] - c0
+        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
+            rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
+                                                        r // TIMER_PAIR_EVERY))
+        if r in task["one_thread_rounds"]:
+            rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
+                                      "after": len(rec["samples"]) - 1})
+        if MHz_now := cpufreq_MHz():
+            MHz.append(sum(MHz_now) / len(MHz_now))
+    return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
+            "sampling_s": time.perf_counter() - t0, "MHz": MHz,
+            "preempted": None if switches is None else preemptions() - switches}
+
+
+def summarize(per_sample, by_worker):
+    """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
+    interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
+    a = np.asarray(per_sample, dtype=np.float64)
+    time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
+    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
+    spread = max(each) / min(each)
+    lo, hi, _ = quantile_interval(a, TIME_QUANTILE)
+    return {"time_s": float(time_s), "time_s_interval": [lo, hi], "mean_s": float(a.mean()),
+            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
+            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": each,
+            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
+
+
+def pool_T(T, parts, min_time):
+    """One T's row from `parts`, its workers' records: per op summarize's statistics of the
+    samples the canary kept, and time_s over all; how many were set aside and every sample's
+    canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
+    the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
+    samples = [s for p in parts for s in p["samples"]]
+    basis, all_slow = kept_batches(samples), all(map(slow, samples))
+    in_basis = {id(s) for s in basis}
+    by_worker = [[s for s in p["samples"] if id(s) in in_basis] for p in parts]
+    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
+    faults = [p["faults"] for p in parts]
+    ops = {k: {**summarize([s[k] for s in basis], [[s[k] for s in w] for w in by_worker]),
+               "all_samples_time_s": float(np.percentile([s[k] for s in samples],
+                                                         100 * TIME_QUANTILE))}
+           for k in TIMED_KEYS}
+    row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
+           "forward_s": sum(ops[op]["time_s"] for op in OPS),
+           "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
+               collections.Counter(s["canary_part"] for s in samples if slow(s))),
+           "figures_from": "all samples: the canary kept none" if all_slow else "kept samples",
+           "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
+           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in samples
+                                                      if slow(s)])) if any(map(slow, samples))
+           else None,
+           "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
+               s["batch_s"] for s in samples),
+           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
+           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
+           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
+           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
+                                              for s in basis])),
+           "page_faults_per_forward": None if None in faults else
+           sum(faults) / sum(s["n"] for s in samples)}
+    if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
+        lo, hi, _ = quantile_interval(pair_ratios, 0.5)
+        row.update(timer_pair_count=len(pair_ratios),
+                   instrumentation_overhead_ci95=[lo - 1, hi - 1],
+                   instrumentation_overhead=float(np.median(pair_ratios) - 1))
+    return row
+
+
+def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
+    """A row per T from all the warm workers' samples, and one from the default-heap worker's."""
+    of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
+    return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
+            [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
 
 
 # ----------------------------------------------------------------------------------------------
-# What each array weighs, and what each op costs, in the lab's notation, beside the model.
+# Block C: perf.png, drawn from results.json alone (--replot), judging nothing.
+
+PALETTE = ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3", "#937860", "#DA8BC3")
+COLORS = dict(zip(OPS, PALETTE))  # an op's colour, in OPS's order (two to spare)
+
+
+def new_figure(*args, **kw):
+    """A matplotlib figure on the headless Agg backend (imported here: the module stays light)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt.subplots(*args, **kw)
+
+
+def png_bytes(fig, dpi=150):
+    import matplotlib.pyplot as plt
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def unclutter(fig, labels):
+    """Nudge each label up, then sideways, until it covers no other text and stays in the figure."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = [lg for lg in [ax.get_legend() for ax in fig.axes] + fig.legends if lg]
+    in_legend = {t for lg in legends for t in lg.findobj(Text)}
+    clear = lambda a, b: min(a.x1, b.x1) - max(a.x0, b.x0) <= 0 or \
+        min(a.y1, b.y1) - max(a.y0, b.y0) <= 0  # noqa: E731
+    obstacles = [lg.get_window_extent(r) for lg in legends] + [
+        t.get_window_extent(r) for t in fig.findobj(Text) if t not in labels and
+        t not in in_legend and t.get_visible() and t.get_text().strip()]
+    for label in labels:  # each placed label becomes an obstacle for the next
+        x0, y0 = label.xyann
+        for dy, dx in ((y, x) for y in range(0, 200, 4) for x in (0, 12, -12, 24, -24, 48, -48)):
+            label.xyann = (x0 + dx, y0 + dy)
+            b = label.get_window_extent(r)
+            if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
+                    b.y1 <= fig.bbox.height and all(clear(b, o) for o in obstacles):
+                break
+        obstacles.append(label.get_window_extent(r))
+
+
+def footer(fig, res, marks, protocol):
+    """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
+    do, in one short line. Returns the share of the figure's height it takes."""
+    hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
+    todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
+    counts = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})  # per T
+    with_kept = "" if counts == [cfg["workers"]] else \
+        f" ({'-'.join(map(str, counts))} with kept samples)"
+    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
+             f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
+             + " | --quick: smoke test, not a measurement" * cfg["quick"],
+             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of the "
+             f"samples the canary kept of {cfg['samples_per_T']} per T (each >= "
+             f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
+             f"processes{with_kept}; set aside, the canary over {CANARY_SLOW}x its fast state: "
+             + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
+                     f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
+                 for r in res["sweep"]) + f"; {protocol}",
+             f"run conditions: {cond['verdict']}" + "".join(
+                 f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
+    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
+    fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
+             color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
+    return (len(text) * 7.5 * 1.3 + 6) / 72 / fig.get_figheight()
+
+
+def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
+    """One stacked bar per row (the five ops' time_s, ms), the default heap's hatched bar
+    against it; rows whose T is `labelled` get their time and dominant op. Returns the labels."""
+    x = np.arange(len(rows))
+    bottom = np.zeros(len(rows))
+    for op in OPS:
+        h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
+        ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
+        bottom += h
+    dflt = [default.get(r["T"]) for r in rows]
+    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in dflt])
+    top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
+    ax.bar(x + 0.36, np.fmin(heights, top / 1.12), 0.22, fill=False, hatch="///",
+           edgecolor="0.45", lw=0.8)
+    labels, above = [], {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
+                         "va": "bottom"}
+    for i, r in enumerate(rows):
+        if r["T"] not in labelled:
+            continue
+        dom = dominant[str(r["T"])]
+        dom_pct = 100 * r["ops"][dom]["time_share"]
+        labels.append(ax.annotate(f"{bottom[i]:.3f} ms\n{dom} {dom_pct:.0f}%", (x[i], bottom[i]),
+                                  fontsize=fontsize, **above))
+        if dflt[i]:
+            faults = dflt[i]["page_faults_per_forward"]
+            labels.append(ax.annotate(
+                f"{heights[i]:.3f} ms" + ("" if faults is None else
+                                          f"\n{faults:.{2 * (faults < 1)}f} faults")
+                + (" (off scale)" if heights[i] > top / 1.12 else ""),
+                (x[i] + 0.36, min(heights[i], top / 1.12)), fontsize=fontsize - 1.5, color="0.3",
+                **above))
+    ax.set_xticks(x, [f"T={r['T']}" for r in rows])
+    ax.set_xlim(-0.5, len(rows) - 0.4)
+    ax.set_ylim(0, top)
+    return labels
+
+
+def plot_perf(res):
+    """Block C: each T's forward as stacked bars (small ones again in an inset), the default
+    heap's beside; each op's share of the time beside its share of the FLOPs."""
+    from matplotlib.patches import Patch
+    rows, cfg, dominant = res["sweep"], res["config"], res["analysis"]["dominant_op_per_T"]
+    default = {r["T"]: r for r in res["sweep_default_heap"]}
+    fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 6.2), gridspec_kw={"width_ratios": [1.2, 1]})
+    small = [r for r in rows if r["forward_s"] < 0.15 * max(q["forward_s"] for q in rows)]
+    small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
+    labels = stack_bars(ax, rows, default, dominant, {r["T"] for r in rows if r not in small})
+    if small:
+        inset = ax.inset_axes([0.06, 0.42, 0.16 + 0.2 * len(small), 0.45])
+        labels += stack_bars(inset, small, default, dominant, {r["T"] for r in small}, 7.5)
+        inset.tick_params(labelsize=7.5)
+        inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
+                        fontsize=8)
+    ax.set_ylabel("time per forward (ms)")
+    ax.set_title("Time per forward (bars); with glibc's default heap (hatched)", fontsize=11)
+    for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
+        bottom = np.zeros(len(rows))
+        for op in OPS:
+            s = np.array([100 * r["ops"][op][key] for r in rows])
+            for bar, v in zip(ax2.bar(np.arange(len(rows)) + dx, s, 0.36, bottom=bottom,
+                                      color=COLORS[op], alpha=alpha, edgecolor="white"), s):
+                if v >= 3:
+                    ax2.annotate(f"{v:.0f}", bar.get_center(), ha="center", va="center",
+                                 fontsize=7 if v >= 7 else 6, color="white" if alpha == 1 else "0")
+            bottom += s
+    ax2.set_xticks(range(len(rows)), [f"T={r['T']}\ntime | FLOPs" for r in rows], fontsize=8.5)
+    ax2.set(ylabel="share (%)", ylim=(0, 100))
+    ax2.set_title("Share per op: of the time (solid), of the FLOPs (faded)", fontsize=11)
+    fig.suptitle(f"Naive numpy multi-head attention, d_model={cfg['d_model']}, "
+                 f"{cfg['n_heads']} heads, d_k={cfg['d_head']}", fontsize=12)
+    handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(
+        fill=False, hatch="///", edgecolor="0.45", label="the same forward, glibc's default heap"
+                                                         " (page faults per forward)")]
+    fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
+               bbox_to_anchor=(0.5, 0.945))
+    dflt = res["sweep_default_heap"][0]
+    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of the kept "
+                 f"of {dflt['sample_count']} samples per T from {dflt['workers']} default-heap "
+                 "process (set aside: " + ", ".join(str(r["samples_set_aside"]) for r in
+                                                   res["sweep_default_heap"]) + ")")
+    fig.tight_layout(rect=(0, low, 1, 0.9))
+    unclutter(fig, labels)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Block D: what each array weighs and each op costs (the lab's formulas), the roofline's two
+# ceilings (Phase 1's, else this run's), each op placed on it, and roofline.png.
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
@@ -256,6 +508,557 @@ def working_set(T, d_model, n_heads):
     a = forward_arrays(T, d_model, n_heads)
     return {op: sum(a[name] for name in names) for op, names in OP_ARRAYS.items()}
 
+
+def read_ceilings(path):
+    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
+    results_summary), else a UsageError, before measuring."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+def phase1_ceilings(args):
+    """Phase 1's beta and pi, from --roofline or Phase 1's manifest when there is one, else None;
+    read before measuring (a bad file is a UsageError)."""
+    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
+        return None
+    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
+            "source": "cli" if args.roofline else "phase1",
+            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
+
+
+def ceilings_and_ridge(given, measured):
+    """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
+    pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
+    c = dict(measured) if given is None else {
+        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
+        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
+    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
+    c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
+    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
+    return c
+
+
+def place_on_roofline(row, d_model, n_heads, ceilings):
+    """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
+    ridge's interval) and against the roof of the smallest level its working set fits (a level
+    bound by numpy's per-call cost has no roof)."""
+    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
+    lo, hi = ceilings["ridge_interval"]
+    cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
+    flops_all = sum(f for f, _ in cost.values())
+    for op, (flops, nbytes) in cost.items():
+        r, I = row["ops"][op], flops / nbytes
+        level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
+                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_bound")],
+                    default=(0, "DRAM"))[1]
+        level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
+        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
+                 attainable_gflops=min(pi, beta * I),
+                 bound="memory" if I < lo else "compute" if I > hi else "ridge",
+                 time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
+                 working_set_bytes=ws[op], level=level,
+                 level_ceiling_gflops=min(pi, level_beta * I),
+                 level_bound="memory" if I < pi / level_beta else "compute")
+        r["pct_of_level_ceiling"] = 100 * r["gflops"] / r["level_ceiling_gflops"]
+    return row
+
+
+def ring_sizes(points, first=5.0, step=1.5, near=0.03):
+    """Ring diameters (points), `step` times larger per T; rings on one spot nest, never hide."""
+    sizes = []
+    for j, (x, y, i) in enumerate(points):
+        d = first * step**i
+        near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j])
+                      if abs(math.log10(a / x)) < near and abs(math.log10(b / y)) < near]
+        while clash := [s for s in near_sizes if d / step * 1.001 < s < d * step * 0.999]:
+            d = step * max(clash)
+        sizes.append(d)
+    return sizes
+
+
+def draw_roofs(ax, res, xs):
+    """DRAM's roof (beta) and pi in black with beta's interval as a band, each level with a roof
+    of its own fainter, the ridge and its interval; the legend handles."""
+    c = res["ceilings"]
+    beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
+    dram = c["levels"]["DRAM"]
+    notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
+    notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
+              "   call-bound by the run's rule: numpy's per-call cost"
+              for n, lv in c["levels"].items()
+              if lv.get("call_cost_bound")]
+    if c["source"] == "measured" and not dram["past_llc"]:
+        notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
+                                                     else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
+    src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
+           "cli": "--roofline"}[c["source"]]
+    mm = "" if c["source"] != "measured" else f" ({c['matmul']['n']}x{c['matmul']['n']} matmul: +)"
+    handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
+                      label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.1f} GFLOPS{mm}"
+                      + "".join(f"\n  ({n})" for n in notes))
+    handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
+                                   color="0.85", lw=0, zorder=0, label=(
+        f"beta's {CONFIDENCE:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
+            f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
+            f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
+            else ""))))
+    styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
+    for name, lv in c["levels"].items():
+        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_bound"]:
+            size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
+            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
+            handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
+                styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
+    r_lo, r_hi = c["ridge_interval"]
+    handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {CONFIDENCE:.0%} intervals,\n  "
+        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
+    ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
+    return handles
+
+
+def draw_points(ax, res):
+    """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
+    as a +; the legend entries and the ring key's handler."""
+    from matplotlib.legend_handler import HandlerTuple
+    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], i, op)
+           for op in OPS for i, r in enumerate(res["sweep"])]
+    entries = []
+    for op, (x, y, size) in zip(OPS, np.split(np.array([(p[0], p[1], d) for p, d in zip(
+            pts, ring_sizes([p[:3] for p in pts]))]).T, len(OPS), axis=1)):
+        ax.plot(x, y, color=COLORS[op], lw=0.8, alpha=0.45, zorder=3)
+        entries.append((ax.scatter(x, y, s=size**2, facecolors="none", edgecolors=COLORS[op],
+                                   linewidths=1.6, zorder=4), op))
+    rings = tuple(ax.scatter([], [], s=(5 * 1.5**i)**2, facecolors="none", edgecolors="0.3")
+                  for i in range(len(res["sweep"])))
+    ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
+               marker="P", s=90, color="0.3", zorder=5)
+    ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
+    return [ring_key] + entries, HandlerTuple(ndivide=None, pad=0.3)
+
+
+def plot_roofline(res):
+    """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
+    27's preview as an arrow from the fused op measured to its bound."""
+    c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
+    m, f = pv["measured"], pv["without_materialising_A"]
+    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"] for op in OPS]
+    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
+            (f["intensity"], f["bound_GFLOPS"])]
+    (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
+    fig, ax = new_figure(figsize=(10, 8.6))
+    xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
+    roofs = [(h, h.get_label()) for h in draw_roofs(ax, res, xs)]
+    points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
+    entries = points + [
+        (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
+         f"scores + softmax + av at T={pv['T']}, measured (the lab's bytes): I = "
+         f"{m['intensity']:.2f}")] + roofs + [
+        (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
+                    edgecolor="black", zorder=5),
+         f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
+         f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
+    ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
+                arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
+    ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
+              bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
+              handlelength=5.5, columnspacing=1.5)
+    ax.tick_params(axis="x", which="both", pad=6)  # off the y axis's lowest label
+    ax.set(xscale="log", yscale="log", xlim=(x_lo, x_hi), ylim=(y_lo, y_hi),
+           xlabel="arithmetic intensity (FLOP/byte, the lab's byte counts)",
+           ylabel="GFLOPS (the lab's FLOPs / time_s)")
+    ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
+    ax.grid(True, which="major", color="0.92")
+    low = footer(fig, res, "rings", "roofs: " + (
+        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
+        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
+        f"level's of {res['config']['cache_repeats']}"
+        if c["source"] == "measured" else c["depends_on"]))
+    fig.tight_layout(rect=(0, low, 1, 1))
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Block E: the numbers the three answers stand on, each computed once by a small function.
+
+def threshold_T(d_k, I_crit, bytes_factor):
+    """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
+    inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
+    if d_k <= bytes_factor * I_crit:
+        return None
+    return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
+
+
+def thresholds(d_k, ridge, ridge_interval):
+    """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
+    ends of its interval, and by its inequality as written."""
+    lo, hi = ridge_interval
+    return {"I_crit": ridge, "d_k": d_k,
+            "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
+                "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
+                "at_ridge_low": threshold_T(d_k, lo, 2), "at_ridge_high": threshold_T(d_k, hi, 2)},
+            "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
+                "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
+
+
+def on_lab_laptop(d_model, n_heads):
+    """Predictions for the lab's i5-8250U from the curriculum's figures (LAB_LAPTOP), never
+    measured here: its ridge (pi over the range of beta), and the first T whose softmax working
+    set no longer fits its L3."""
+    lo, hi = (LAB_LAPTOP["pi_GFLOPS"] / b for b in LAB_LAPTOP["beta_GBps"][::-1])
+    l3 = LAB_LAPTOP["caches_bytes"]["L3"]
+    spills = next(T for T in range(1, 1 << 16) if working_set(T, d_model, n_heads)["softmax"] > l3)
+    return {**LAB_LAPTOP, "ridge_range": [lo, hi], "softmax_spills_from_T": spills}
+
+
+def expected_observations(rows):
+    """The lab's three expected observations (Block C), each held or not, with its numbers."""
+    shares = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
+    proj = lambda T: shares[T]["qkv_proj"] + shares[T]["out_proj"]  # noqa: E731
+    smallest = {str(T): min(OPS, key=lambda op: s[op]) for T, s in shares.items()}
+    return [{"claim": claim, "held": held, "projections_share": proj(T),
+             "T2_ops_share": 1 - proj(T)} for claim, held, T in (
+                (f"At T={min(shares)} the projections (qkv_proj + out_proj) dominate",
+                 proj(min(shares)) > 0.5, min(shares)),
+                (f"At T={max(shares)} the T^2 ops (scores, softmax, av) dominate",
+                 proj(max(shares)) < 0.5, max(shares)))] + [
+        {"claim": "softmax is never the smallest component", "smallest_op_per_T": smallest,
+         "held": "softmax" not in smallest.values(),
+         "softmax_share_per_T": {str(T): s["softmax"] for T, s in shares.items()}}]
+
+
+def phase_27_preview(row, d_model, n_heads, ceilings):
+    """scores + softmax + av as one op: the same FLOPs; measured, the lab's bytes of the three;
+    S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
+    fused = [row["ops"][op] for op in ("scores", "softmax", "av")]
+    flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
+    seconds = sum(o["time_s"] for o in fused)
+    a = forward_arrays(row["T"], d_model, n_heads)
+    flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
+    bound = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
+    return {"T": row["T"], "flops": flops,
+            "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
+                         "GFLOPS": flops / seconds / 1e9},
+            "without_materialising_A": {
+                "bytes": flash, "intensity": flops / flash, "bound_GFLOPS": bound,
+                "bound": "memory" if flops / flash < ceilings["ridge"] else "compute",
+                "time_lower_bound_s": flops / bound / 1e9},
+            "bytes_reduction": nbytes / flash}
+
+
+def softmax_against_roofs(row, ceilings):
+    """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
+    (numpy runs it on one), and the roof of the level its data lives in."""
+    sm = row["ops"]["softmax"]
+    roof = lambda beta: beta * sm["intensity"]  # noqa: E731
+    return {"T": row["T"], "GFLOPS": sm["gflops"], "intensity": sm["intensity"],
+            "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
+            "ratio_to_memory_ceiling": sm["gflops"] / roof(ceilings["beta_peak_GBps"]),
+            "ratio_to_1thread_dram_copy":
+                sm["gflops"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
+            "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
+            "level_ceiling_GFLOPS": sm["level_ceiling_gflops"],
+            "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"]}
+
+
+def threading_windows(Ts, warm):
+    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
+    (the same time window; the pairs the canary kept): per op, the median of all threads' time
+    over one's, each side's."""
+    out = []
+    for T in Ts:
+        matched = kept_batches([(p["samples"][o["after"]], o)
+                                for p in (w["by_T"][str(T)] for w in warm)
+                                for o in p["one_thread"]], lambda pair: any(map(slow, pair)))
+        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
+                        for k in TIMED_KEYS}
+        if matched:
+            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
+                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
+    return out
+
+
+def anatomy_summary(anatomies, row, d_model, n_heads):
+    """The anatomy at row's T, a sample per worker: each step's median time (of the kept), GB/s,
+    share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
+    whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
+    T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+    at_T = [w[str(T)] for w in anatomies]
+    out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
+        s["batch_s"] for w in anatomies for steps in w.values() for s in steps.values())}
+    for name in at_T[0]:
+        op, step = name.split("/")
+        secs = float(np.median([r["seconds"] for r in kept_batches([w[name] for w in at_T])]))
+        if step == "whole":
+            out[f"{op}_alone_s"] = secs
+            continue
+        out[op][step] = {"median_s": secs, "bytes": n_bytes[name], "GBps": n_bytes[name] / secs
+                         / 1e9, "passes_over_T2": round(n_bytes[name] / (4 * n_heads * T * T), 2)}
+    for op in ("scores", "softmax"):
+        steps_s = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
+        out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
+        for s in out[op].values():
+            s.update(share=s["median_s"] / steps_s,
+                     share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
+        out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in out[op].values())
+        out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
+    return out
+
+
+def pass_costs(anatomies, pass_copies, n_heads):
+    """What the softmax model stands on, measured apart from the softmax's own times: per pass,
+    c0 + c_row rows + c_element elements fitted (least squares) to its seconds per call on the
+    FIT_SHAPES (the median of the workers' kept samples of each), what a call, a row and an
+    element cost while the data sit in L1; and one thread's copy GB/s at each working set. Each
+    input says how many batches it had and how many the canary saw slow."""
+    def median_of(batches, key):
+        return float(np.median([b[key] for b in kept_batches(batches)])), len(batches), sum(
+            map(slow, batches))
+    fits = {}
+    for p in PASSES:
+        points = [(n_heads * r, n_heads * r * L, *median_of([w[f"{r}x{L}"][f"softmax/{p}"]
+                                                             for w in anatomies
+                                                             if f"{r}x{L}" in w], "seconds"))
+                  for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in anatomies)]
+        n_rows, n_elements, seconds = np.array([pt[:3] for pt in points]).T
+        c = np.linalg.lstsq(np.c_[np.ones(len(points)), n_rows, n_elements], seconds,
+                            rcond=None)[0]
+        fits[p] = {"per_call_s": float(c[0]), "per_row_s": float(c[1]),
+                   "per_element_s": float(c[2]),
+                   "points": [dict(zip(("rows", "elements", "seconds", "batches", "slow"), pt))
+                              for pt in points]}
+    copies = {int(b): median_of(sum((w[b] for w in pass_copies if b in w), []), "rate")
+              for b in {b for w in pass_copies for b in w}}
+    return {"fits": fits, "copy_GBps": {b: c[0] for b, c in sorted(copies.items())},
+            "copy_slow": sum(c[2] for c in copies.values()), "copy_batches": sum(
+                c[1] for c in copies.values())}
+
+
+def softmax_model(rows, anatomies, costs, d_model, n_heads):
+    """The softmax's time predicted at every T from pass_costs alone (never from its own times),
+    in the manner of the ECM model: per pass, a call, then its rows and elements in core
+    overlapped with its bytes at one thread's copy rate for its working set (predicted_s: the
+    larger of the two, fixed before any run); beside it the same terms summed, no overlap. Then
+    each pass and the whole against what was measured, and which rule the measurement sits near."""
+    out = []
+    for row in rows:
+        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+        sm, at_T = row["ops"]["softmax"], [w[str(T)] for w in anatomies if str(T) in w]
+        passes = {}
+        for p in PASSES:
+            fit, b = costs["fits"][p], n_bytes[f"softmax/{p}"]
+            call = fit["per_call_s"]
+            core = fit["per_row_s"] * n_heads * T + fit["per_element_s"] * n_heads * T * T
+            memory = b / costs["copy_GBps"][b] / 1e9
+            measured = [r["seconds"] for r in kept_batches([w[f"softmax/{p}"] for w in at_T])]
+            passes[p] = {"bytes": b, "copy_GBps": costs["copy_GBps"][b], "call_s": call,
+                         "core_s": core, "memory_s": memory, "predicted_s": call + max(
+                             core, memory), "predicted_no_overlap_s": call + core + memory,
+                         "measured_s": float(np.median(measured)) if measured else None}
+        summed = {k: sum(q[k] for q in passes.values()) for k in (
+            "call_s", "core_s", "memory_s", "predicted_s", "predicted_no_overlap_s")}
+        lo, hi = sm["time_s_interval"]
+        out.append({"T": T, **{k: summed[k] for k in ("predicted_s", "predicted_no_overlap_s")},
+                    "measured_s": sm["time_s"], "measured_interval": [lo, hi],
+                    "calls_s": summed["call_s"], "core_s": summed["core_s"],
+                    "memory_s": summed["memory_s"], "nearer_rule": min(
+                        ("overlapped", "predicted_s"), ("summed", "predicted_no_overlap_s"),
+                        key=lambda rule: abs(summed[rule[1]] - sm["time_s"]))[0],
+                    "unexplained_s": sm["time_s"] - summed["predicted_s"],
+                    "within_noise": lo <= summed["predicted_s"] <= hi, "passes": passes})
+    return out
+
+
+def analyse(rows, cfg, ceilings, warm, windows):
+    """Block E's numbers; at anatomy_T (KEYED_T, else the largest T): the anatomy, Phase 27."""
+    by_T = {r["T"]: r for r in rows}
+    focus, d, h = by_T[cfg["anatomy_T"]], cfg["d_model"], cfg["n_heads"]
+    anatomy = [w["anatomy"] for w in warm]
+    costs = pass_costs(anatomy, [w["pass_copies"] for w in warm], h)
+    out = {"ridge_intensity": ceilings["ridge"],
+           "expected_observations": expected_observations(rows),
+           "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
+                                 for T, r in by_T.items()},
+           "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
+           "on_lab_laptop": on_lab_laptop(d, h),
+           "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
+           "anatomy": anatomy_summary(anatomy, focus, d, h),
+           "pass_costs": costs,
+           "softmax_model": softmax_model(rows, anatomy, costs, d, h),
+           "threading_windows": windows,
+           "unstable": [f"T={T} {k} {r['ops'][k]['worker_spread']:.2f}x" for T, r in by_T.items()
+                        for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
+    if KEYED_T in by_T:
+        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(by_T[KEYED_T], ceilings)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Block F: the files, results.json and the lab's manifest, written together atomically; and a
+# run of the lab, Blocks B to F in order.
+
+def run_config(args, plan, threads):
+    """results.json's config: what was asked and what the plan made of it."""
+    return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
+            "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
+            "samples_per_T": plan["workers"] * plan["rounds"], "workers": plan["workers"],
+            "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
+            "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
+            "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["workers"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["workers"],
+            "model": "causal MHA, heads as a batch axis, no biases, float32"}
+
+
+def make_manifest(results, argv):
+    """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
+    cfg, c = results["config"], results["ceilings"]
+    row = next((r for r in results["sweep"] if r["T"] == KEYED_T), None)
+    ops = row and row["ops"]
+    summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
+               "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
+               "scores_GFLOPS_at_T_512": ops and ops["scores"]["gflops"],
+               "phase_27_motivation_pct_memory": ops and 100 * sum(
+                   ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
+    return {
+        "experiment": "15-attention-perf", "date": results["date"], "seed": cfg["seed"],
+        "versions": results["versions"], "depends_on": c["depends_on"],
+        "config": {k: cfg[k] for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
+                                       "min_time_s", "quick", "blas_threads", "workers")}
+        | {"heap": results["heap"]["mode"]},
+        "hardware": results["hardware"], "results_summary": summary,
+        "results_summary_definitions": {  # each figure from time_s, its 25th percentile
+            "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the five ops' sum)",
+            "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
+            "the roof of the level their working set fits in (level_bound)"},
+        "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
+        "ceilings_source": c["source"],
+        "conditions_verdict": results["conditions"]["verdict"],
+        "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
+        "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "command": " ".join(["python", Path(__file__).name] + list(argv)),
+        "environment": results["environment"]}
+
+
+def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
+    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
+
+
+def write_atomically(out_dir, files):
+    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
+    too) every earlier file is put back: never a new results.json beside an old manifest."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
+        try:
+            for name, data in files.items():
+                with open(Path(tmp) / name, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            for name in files:
+                os.replace(Path(tmp) / name, out_dir / name)
+        except BaseException:
+            for name in files:
+                if name in old:
+                    (out_dir / name).write_bytes(old[name])
+                elif (out_dir / name).exists():
+                    (out_dir / name).unlink()
+            raise
+
+
+def run_lab(args, argv):
+    """A run of the lab, step by step in the order the data flows; all files written at once."""
+    started, hardware = time.perf_counter(), machine_facts()
+    threads, blas = thread_record(args.threads, hardware)
+    plan = make_plan(args, hardware, threads)
+    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
+    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
+    load, own0 = [machine_load({os.getpid()})], own()
+    dflt, warm = spawn_all(plan, args.in_process)
+    load.append(machine_load({os.getpid()}))
+    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
+                                if os.name == "nt" and not args.in_process else 0)
+    hardware["cpufreq_at_end"] = cpufreq_state()
+    reference = canary_reference([r for w in [dflt] + warm for r in w["canary_readings"]])
+    mark_batches([dflt] + warm, reference)
+    rows, default_rows = pool_sweep(args.T, warm, dflt, args.min_time)
+    windows = threading_windows(args.T, warm)
+    ceilings = ceilings_and_ridge(given, combine_ceilings([w["ceiling_rates"] for w in warm],
+                                                          plan["ceiling_spec"]))
+    for r in rows + default_rows:
+        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
+    cfg = run_config(args, plan, threads)
+    analysis = analyse(rows, cfg, ceilings, warm, windows)
+    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows)
+    results = {
+        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
+        "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
+        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
+                                                                     "OPENBLAS_L2_SIZE")},
+        "worker_processes": [{"label": task["label"], **{k: w[k] for k in (
+            "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
+            for task, w in zip(plan["tasks"], [dflt] + warm)],
+        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
+            (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
+        "canary": {"reference_s": reference, "reference_quantile": CANARY_REFERENCE,
+                   "slow_ratio": CANARY_SLOW, "set_aside_limit": SET_ASIDE_LIMIT},
+        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
+        "analysis": analysis, "conditions": conditions,
+        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
+    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
+             "manifest.json": to_json(make_manifest(results, argv)),
+             "roofline.png": png_bytes(plot_roofline(results))}
+    write_atomically(args.out, files)
+    return results
+
+
+# ==============================================================================================
+# PART II — THE HARNESS: what Part I calls to measure truly. The machine's facts; the timing of a
+# batch, its intervals and the canary; the ceilings' timing; the anatomy's; the worker processes
+# (the parent only spawns, a worker only measures); the run's verdict; --compare; the command line.
+# ==============================================================================================
+
+COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
+CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
+TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
+
+# The canary: a small fixed workload read between every two timed batches of a worker; a batch
+# whose canary, read before and after it, ran slow is set aside from the figures.
+CANARY_REFERENCE = 0.10   # the machine's fast state: this quantile of all canary readings of a run
+CANARY_SLOW = 1.15        # a batch is slow when a canary part took this much over its reference
+SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
+                          # the 25th percentile still rests on as many as in a run that sets none
+
+# Thresholds of the analysis, the verdict and --compare.
+SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
+PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
+CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
+COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
+OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
+STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
+PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
+CLOCK_DROP_LIMIT = 0.10   # the cores' clock (or the canary's compute) may fall this much from the
+                          # first warm worker to the last
+CLOCK_QUANTILE = 0.25     # the canary's compute part in a worker: this quantile of its readings
+NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
+STATE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
+NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 
 # ----------------------------------------------------------------------------------------------
 # The machine: its facts, threads and load, on Linux from /proc and /sys under SYSROOT (the tests
@@ -442,7 +1245,7 @@ def threads_warning(threads):
 
 
 def machine_load(own_pids):
-    """CPU seconds so far, system-wide (busy, total, steal where the OS has it) and of every
+    """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
     other readable process by pid, with its name (never its arguments) and start."""
     t = psutil.cpu_times()
     busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq",
@@ -452,12 +1255,13 @@ def machine_load(own_pids):
              for p in psutil.process_iter(["name", "cpu_times", "create_time"])
              if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
     return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
-            "total": busy + idle + (steal or 0), "steal": steal, "procs": procs}
+            "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and intervals: run_for times every batch of a run, watched reads the canary around it;
-# quantile_interval makes each interval.
+# Timing and intervals: run_for times every batch of a run, watched reads the canary around it,
+# quantile_interval makes each interval, timer_cost_ratio prices the six timers; slow and
+# kept_batches say which batches the canary kept.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
@@ -506,12 +1310,13 @@ def make_canary():
     return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
 
 
-def watched(fn, min_time, canary, threads=None):
+def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [the
-    reading before, the reading after]); the reading after is the next batch's before. `threads`:
-    the batch on that many BLAS threads, the canary still read on the worker's own."""
+    reading before, the reading after]); the reading after is the next batch's before.
+    `blas_threads`: the batch on that many BLAS threads, the canary still read on the worker's
+    own."""
     before = canary["last"]
-    with threadpool_limits(threads, user_api="blas"):  # None: as it is
+    with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
     t0 = time.perf_counter()
     canary["last"] = canary["read"]()
@@ -542,155 +1347,34 @@ def mark_batches(tree, reference):
             tree["canary_ratio"] = ratios[tree["canary_part"]]
         for item in tree.values():
             mark_batches(item, reference)
-# ----------------------------------------------------------------------------------------------
-# The sweep (Block B): what a sample is, how the warm workers share each T's samples, the samples
-# a worker takes, and how the parent pools all of one T's into each op's time_s, from the samples
-# the canary kept.
-
-# The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
-# workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
-# The canary is read between every two batches; the figures come from the samples it kept.
-PROFILES = {
-    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
-                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
-}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
-TIMER_PAIR_EVERY = 4      # every 4th round, each sample is followed by a timed/untimed pair
-
-
-def sample_forwards(x, mha, mask, min_time, canary, threads=None):
-    """One sample: n timed forwards back to back until min_time has passed (on `threads` BLAS
-    threads, else the worker's), between two readings of the canary; per op its summed time / n,
-    beside n and the batch's wall time (which sees what the timers miss)."""
-    forwards = []
-    n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
-                             min_time, canary, threads)
-    return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
-            "batch_s": batch, "canary_pair": pair}
-
-
-def plan_rounds(per_T, workers, threads_ran):
-    """How the warm workers share each T's per_T samples: `rounds`, each worker's rounds of one
-    sample of every T (workers * rounds >= per_T), and the rounds in which it repeats its samples
-    on one BLAS thread (none if one ran: one thread cannot cooperate with itself)."""
-    rounds = math.ceil(per_T / workers)
-    return rounds, (list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY))
-                    if (threads_ran or 1) > 1 else [])
-
-
-def take_samples(task, mha, canary):
-    """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
-    rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
-    in turn), after one untimed forward. After each sample: its timer pair and, in the
-    one-thread rounds, the same sample on one BLAS thread."""
-    Ts, min_time = task["T_sweep"], task["min_time"]
-    inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
-    out = {T: {"samples": [], "timer_ratios": [], "one_thread": [], "faults": 0, "canary_s": 0.0}
-           for T in Ts}
-    rounds = range(task["rounds"])
-    schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
-        if task["interleave"] else [(r, T) for T in Ts for r in rounds]
-    switches, t0, started, MHz = preemptions(), time.perf_counter(), time.time(), []
-    for r, T in schedule:
-        (x, mask), rec = inputs[T], out[T]
-        if not rec["samples"]:
-            attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-        f0, c0 = page_faults(), canary["spent_s"]
-        rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
-        rec["canary_s"] += canary["spent_s"] - c0
-        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
-            rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
-                                                        r // TIMER_PAIR_EVERY))
-        if r in task["one_thread_rounds"]:
-            rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
-                                      "after": len(rec["samples"]) - 1})
-        if MHz_now := cpufreq_MHz():
-            MHz.append(sum(MHz_now) / len(MHz_now))
-    return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
-            "sampling_s": time.perf_counter() - t0, "MHz": MHz,
-            "preempted": None if switches is None else preemptions() - switches}
-
-
-def summarize(per_sample, by_worker):
-    """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
-    interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
-    a = np.asarray(per_sample, dtype=np.float64)
-    time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
-    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
-    spread = max(each) / min(each)
-    lo, hi, _ = quantile_interval(a, TIME_QUANTILE)
-    return {"time_s": float(time_s), "time_s_interval": [lo, hi], "mean_s": float(a.mean()),
-            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
-            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": each,
-            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
 
 
 def slow(batch):
     return batch["canary_ratio"] > CANARY_SLOW
 
 
-def kept(batches, is_slow=slow):
+def kept_batches(batches, is_slow=slow):
     """The batches around which the canary did not run slow, or all of them where it kept none
     (a figure must stand on something; a row says which)."""
     return [b for b in batches if not is_slow(b)] or list(batches)
 
 
-def pool_T(T, parts, min_time):
-    """One T's row from `parts`, its workers' records: per op summarize's statistics of the
-    samples the canary kept, and time_s over all; how many were set aside and every sample's
-    canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
-    the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
-    samples = [s for p in parts for s in p["samples"]]
-    basis, all_slow = kept(samples), all(map(slow, samples))
-    in_basis = {id(s) for s in basis}
-    by_worker = [[s for s in p["samples"] if id(s) in in_basis] for p in parts]
-    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
-    faults = [p["faults"] for p in parts]
-    ops = {k: {**summarize([s[k] for s in basis], [[s[k] for s in w] for w in by_worker]),
-               "all_samples_time_s": float(np.percentile([s[k] for s in samples],
-                                                         100 * TIME_QUANTILE))}
-           for k in TIMED_KEYS}
-    row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
-           "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
-               collections.Counter(s["canary_part"] for s in samples if slow(s))),
-           "figures_from": "all samples: the canary kept none" if all_slow else "kept samples",
-           "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
-           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in samples
-                                                      if slow(s)])) if any(map(slow, samples))
-           else None,
-           "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
-               s["batch_s"] for s in samples),
-           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
-           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
-           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
-           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
-                                              for s in basis])),
-           "page_faults_per_forward": None if None in faults else
-           sum(faults) / sum(s["n"] for s in samples)}
-    if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
-        lo, hi, _ = quantile_interval(pair_ratios, 0.5)
-        row.update(timer_pair_count=len(pair_ratios),
-                   instrumentation_overhead_ci95=[lo - 1, hi - 1],
-                   instrumentation_overhead=float(np.median(pair_ratios) - 1))
-    return row
-
-
-def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
-    """A row per T from all the warm workers' samples, and one from the default-heap worker's."""
-    of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
-    return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
-            [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
+def timer_cost_ratio(x, mha, mask, n, r):
+    """What the six timers cost: m timed over m untimed forwards (m a small share of the
+    sample's n), back to back in an order that alternates with the round r."""
+    m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
+    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
+        t0 = now()
+        for _ in range(m):
+            f(x, mha, mask)
+        secs[f] = now() - t0
+    return secs[attention_forward_timed] / secs[attention_forward]
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings (Block D): each level's copy and pi, timed by Phase 1's method in each warm worker
-# after its samples, each repeat between two readings of the canary, and estimated on the fast
-# side like the ops; or Phase 1's manifest (or --roofline) when given. Then the ridge.
+# The ceilings' timing: each level's copy and pi, timed by Phase 1's method in each warm worker
+# after its samples (the canary does not judge them), and estimated on the fast side of their
+# repeats, like the ops.
 
 def copy_buffers(nbytes):
     """Source and destination of a copy whose working set is nbytes, in one block, the
@@ -783,13 +1467,13 @@ def copy_estimate(runs):
             "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
 
 
-def combine_ceilings(per_worker, spec):
+def combine_ceilings(rates_by_worker, spec):
     """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
     within PLATEAU), numpy's per-call cost, no roof of their own. Beta: the larger DRAM copy's."""
-    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in per_worker])}
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in per_worker), []))["value"]
+    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in rates_by_worker), []))["value"]
     same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
     dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
@@ -798,7 +1482,7 @@ def combine_ceilings(per_worker, spec):
             lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate(sum((w["matmul"] for w in per_worker), []))
+    pi = rate_estimate(sum((w["matmul"] for w in rates_by_worker), []))
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
@@ -808,42 +1492,11 @@ def combine_ceilings(per_worker, spec):
             "matmul": {"n": n, "intensity": n / 6}}
 
 
-def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
-    results_summary), else a UsageError, before measuring."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-def ceilings_and_ridge(given, measured):
-    """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
-    pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
-    c = dict(measured) if given is None else {
-        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
-        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
-    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
-    c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
-    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
-    return c
-
-
 # ----------------------------------------------------------------------------------------------
-# The anatomy and what the softmax model stands on (Block E's second answer): scores and the
-# softmax pass by pass at the sweep's T; the same passes on tiny arrays (what a call costs); a copy
-# at each pass's own working set (what its bytes cost). The passes' times at the sweep's T test
-# the model; they are never its inputs (softmax_model, in the analysis).
+# The anatomy's timing, and what the softmax model stands on (Block E's second answer): scores
+# and the softmax pass by pass at the sweep's T; the same passes on tiny arrays (what a call
+# costs); a copy at each pass's own working set (what its bytes cost). The passes' times at the
+# sweep's T test the model; they are never its inputs (softmax_model, in Block E).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
 FIT_SHAPES = ((4, 16), (4, 64), (32, 16), (2, 256))  # (rows a head, row length): arrays <= 8 KiB,
@@ -930,9 +1583,10 @@ def time_pass_copies(task, canary):
 
 
 # ----------------------------------------------------------------------------------------------
-# One worker (Block B): a fresh process (`perf.py --worker`) runs its task: its samples, then
-# the anatomy, its copies for the softmax model and its ceiling repeats, the canary read between
-# every two batches. It only measures; the parent only spawns.
+# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, then the anatomy,
+# its copies and its ceiling repeats, the canary read between every two batches) and only
+# measures; the parent plans and spawns them one after another (--in-process: runs each job
+# itself, for tests) and never measures.
 
 def keep_heap():
     """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
@@ -990,10 +1644,6 @@ def worker_entry():
     return 0
 
 
-# ----------------------------------------------------------------------------------------------
-# The parent (Block B): it plans, and spawns the workers one after another (with --in-process it
-# runs each worker's job itself, for tests); it never measures.
-
 class RunError(Exception):
     """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
 
@@ -1026,9 +1676,18 @@ def spawn_one(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
-def share(items, i, workers):
-    """Worker i's share of items, dealt round-robin over the workers (none left for some)."""
-    return [x for j, x in enumerate(items) if j % workers == i]
+def plan_rounds(per_T, n_warm, threads_ran):
+    """How the warm workers share each T's per_T samples: `rounds`, each worker's rounds of one
+    sample of every T (workers * rounds >= per_T), and the rounds in which it repeats its samples
+    on one BLAS thread (none if one ran: one thread cannot cooperate with itself)."""
+    rounds = math.ceil(per_T / n_warm)
+    return rounds, (list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY))
+                    if (threads_ran or 1) > 1 else [])
+
+
+def deal(items, i, n):
+    """Worker i's share of items, dealt round-robin over n workers (none left for some)."""
+    return [x for j, x in enumerate(items) if j % n == i]
 
 
 def make_plan(args, hardware, threads):
@@ -1036,14 +1695,14 @@ def make_plan(args, hardware, threads):
     default-heap worker's first), and the seconds a warm worker takes."""
     prof = PROFILES["quick" if args.quick else "default"]
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
-    workers = min(args.workers or prof["workers"], per_T)
-    rounds, one_thread = plan_rounds(per_T, workers, threads["blas_threads"])
+    n_warm = min(args.workers or prof["workers"], per_T)
+    rounds, one_thread = plan_rounds(per_T, n_warm, threads["blas_threads"])
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
-            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / workers),
-            "cache_reps": math.ceil(prof["cache_repeats"] / workers),
+            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / n_warm),
+            "cache_reps": math.ceil(prof["cache_repeats"] / n_warm),
             "matmul_n": prof["matmul_n"]}
     anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
-    others = [T for T in args.T if T != anatomy_T] or [anatomy_T]
+    other_Ts = [T for T in args.T if T != anatomy_T] or [anatomy_T]
     copy_sizes = sorted({b for T in args.T for step, b in pass_bytes(
         T, args.d_model, args.n_heads).items() if step.startswith("softmax/")})  # each pass's
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
@@ -1054,15 +1713,15 @@ def make_plan(args, hardware, threads):
             "ceiling_spec": None}
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec, "pass_copy_bytes": share(copy_sizes, i, workers),
-             "anatomy_Ts": sorted({anatomy_T, *share(others, i, workers)}),
-             "fit_shapes": list(dict.fromkeys(share(FIT_SHAPES * 2, i, workers)))}
-            for i in range(workers)]  # each fit shape by two workers, where there are two: one
+             "ceiling_spec": spec, "pass_copy_bytes": deal(copy_sizes, i, n_warm),
+             "anatomy_Ts": sorted({anatomy_T, *deal(other_Ts, i, n_warm)}),
+             "fit_shapes": list(dict.fromkeys(deal(FIT_SHAPES * 2, i, n_warm)))}
+            for i in range(n_warm)]  # each fit shape by two workers, where there are two: one
     # slow batch does not decide a cost the model rests on where the other is kept
     n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
                                + len(one_thread)) + 36 + \
         len(copy_sizes) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
-    return {"workers": workers, "rounds": rounds, "one_thread_rounds": one_thread,
+    return {"workers": n_warm, "rounds": rounds, "one_thread_rounds": one_thread,
             "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
             "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
             "tasks": [dflt_task] + warm}
@@ -1083,244 +1742,6 @@ def spawn_all(plan, in_process):
     return done[0], done[1:]
 
 
-# ----------------------------------------------------------------------------------------------
-# The analysis (Block E): each op placed on the roofline, and the numbers Block E's three
-# answers stand on, each computed once by a small function.
-
-def place_on_roofline(row, d_model, n_heads, ceilings):
-    """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
-    ridge's interval) and against the roof of the smallest level its working set fits (a level
-    bound by numpy's per-call cost has no roof)."""
-    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
-    lo, hi = ceilings["ridge_interval"]
-    cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
-    flops_all = sum(f for f, _ in cost.values())
-    for op, (flops, nbytes) in cost.items():
-        r, I = row["ops"][op], flops / nbytes
-        level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
-                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_bound")],
-                    default=(0, "DRAM"))[1]
-        level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
-        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
-                 attainable_gflops=min(pi, beta * I),
-                 bound="memory" if I < lo else "compute" if I > hi else "ridge",
-                 time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
-                 working_set_bytes=ws[op], level=level,
-                 level_ceiling_gflops=min(pi, level_beta * I),
-                 level_bound="memory" if I < pi / level_beta else "compute")
-        r["pct_of_level_ceiling"] = 100 * r["gflops"] / r["level_ceiling_gflops"]
-    return row
-
-
-def threshold_T(d_k, I_crit, bytes_factor):
-    """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
-    inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
-    if d_k <= bytes_factor * I_crit:
-        return None
-    return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
-
-
-def thresholds(d_k, ridge, ridge_interval):
-    """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
-    ends of its interval, and by its inequality as written."""
-    lo, hi = ridge_interval
-    return {"I_crit": ridge, "d_k": d_k,
-            "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
-                "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
-                "at_ridge_low": threshold_T(d_k, lo, 2), "at_ridge_high": threshold_T(d_k, hi, 2)},
-            "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
-                "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
-
-
-def on_lab_laptop(d_model, n_heads):
-    """Predictions for the lab's i5-8250U from the curriculum's figures (LAB_LAPTOP), never
-    measured here: its ridge (pi over the range of beta), and the first T whose softmax working
-    set no longer fits its L3."""
-    lo, hi = (LAB_LAPTOP["pi_GFLOPS"] / b for b in LAB_LAPTOP["beta_GBps"][::-1])
-    l3 = LAB_LAPTOP["caches_bytes"]["L3"]
-    spills = next(T for T in range(1, 1 << 16) if working_set(T, d_model, n_heads)["softmax"] > l3)
-    return {**LAB_LAPTOP, "ridge_range": [lo, hi], "softmax_spills_from_T": spills}
-
-
-def expected_observations(rows):
-    """The lab's three expected observations (Block C), each held or not, with its numbers."""
-    share = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
-    proj = lambda T: share[T]["qkv_proj"] + share[T]["out_proj"]  # noqa: E731
-    smallest = {str(T): min(OPS, key=lambda op: s[op]) for T, s in share.items()}
-    return [{"claim": claim, "held": held, "projections_share": proj(T),
-             "T2_ops_share": 1 - proj(T)} for claim, held, T in (
-                (f"At T={min(share)} the projections (qkv_proj + out_proj) dominate",
-                 proj(min(share)) > 0.5, min(share)),
-                (f"At T={max(share)} the T^2 ops (scores, softmax, av) dominate",
-                 proj(max(share)) < 0.5, max(share)))] + [
-        {"claim": "softmax is never the smallest component", "smallest_op_per_T": smallest,
-         "held": "softmax" not in smallest.values(),
-         "softmax_share_per_T": {str(T): s["softmax"] for T, s in share.items()}}]
-
-
-def phase_27_preview(row, d_model, n_heads, ceilings):
-    """scores + softmax + av as one op: the same FLOPs; measured, the lab's bytes of the three;
-    S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
-    fused = [row["ops"][op] for op in ("scores", "softmax", "av")]
-    flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
-    seconds = sum(o["time_s"] for o in fused)
-    a = forward_arrays(row["T"], d_model, n_heads)
-    flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
-    bound = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
-    return {"T": row["T"], "flops": flops,
-            "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
-                         "GFLOPS": flops / seconds / 1e9},
-            "without_materialising_A": {
-                "bytes": flash, "intensity": flops / flash, "bound_GFLOPS": bound,
-                "bound": "memory" if flops / flash < ceilings["ridge"] else "compute",
-                "time_lower_bound_s": flops / bound / 1e9},
-            "bytes_reduction": nbytes / flash}
-
-
-def softmax_against_roofs(row, ceilings):
-    """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
-    (numpy runs it on one), and the roof of the level its data lives in."""
-    sm = row["ops"]["softmax"]
-    roof = lambda beta: beta * sm["intensity"]  # noqa: E731
-    return {"T": row["T"], "GFLOPS": sm["gflops"], "intensity": sm["intensity"],
-            "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_memory_ceiling": sm["gflops"] / roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_1thread_dram_copy":
-                sm["gflops"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
-            "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
-            "level_ceiling_GFLOPS": sm["level_ceiling_gflops"],
-            "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"]}
-
-
-def anatomy_summary(per_worker, row, d_model, n_heads):
-    """The anatomy at row's T, a sample per worker: each step's median time (of the kept), GB/s,
-    share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
-    whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
-    T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-    at_T = [w[str(T)] for w in per_worker]
-    out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
-        s["batch_s"] for w in per_worker for steps in w.values() for s in steps.values())}
-    for name in at_T[0]:
-        op, step = name.split("/")
-        secs = float(np.median([r["seconds"] for r in kept([w[name] for w in at_T])]))
-        if step == "whole":
-            out[f"{op}_alone_s"] = secs
-            continue
-        out[op][step] = {"median_s": secs, "bytes": n_bytes[name], "GBps": n_bytes[name] / secs
-                         / 1e9, "passes_over_T2": round(n_bytes[name] / (4 * n_heads * T * T), 2)}
-    for op in ("scores", "softmax"):
-        total = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
-        out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
-        for s in out[op].values():
-            s.update(share=s["median_s"] / total,
-                     share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
-        out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in out[op].values())
-        out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
-    return out
-
-
-def pass_costs(per_worker, pass_copies, n_heads):
-    """What the softmax model stands on, measured apart from the softmax's own times: per pass,
-    c0 + c_row rows + c_element elements fitted (least squares) to its seconds per call on the
-    FIT_SHAPES (the median of the workers' kept samples of each), what a call, a row and an
-    element cost while the data sit in L1; and one thread's copy GB/s at each working set. Each
-    input says how many batches it had and how many the canary saw slow."""
-    def median_of(batches, key):
-        return float(np.median([b[key] for b in kept(batches)])), len(batches), sum(
-            map(slow, batches))
-    fits = {}
-    for p in PASSES:
-        points = [(n_heads * r, n_heads * r * L, *median_of([w[f"{r}x{L}"][f"softmax/{p}"]
-                                                             for w in per_worker
-                                                             if f"{r}x{L}" in w], "seconds"))
-                  for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in per_worker)]
-        n_rows, n_elements, seconds = np.array([pt[:3] for pt in points]).T
-        c = np.linalg.lstsq(np.c_[np.ones(len(points)), n_rows, n_elements], seconds,
-                            rcond=None)[0]
-        fits[p] = {"per_call_s": float(c[0]), "per_row_s": float(c[1]),
-                   "per_element_s": float(c[2]),
-                   "points": [dict(zip(("rows", "elements", "seconds", "batches", "slow"), pt))
-                              for pt in points]}
-    copies = {int(b): median_of(sum((w[b] for w in pass_copies if b in w), []), "rate")
-              for b in {b for w in pass_copies for b in w}}
-    return {"fits": fits, "copy_GBps": {b: c[0] for b, c in sorted(copies.items())},
-            "copy_slow": sum(c[2] for c in copies.values()), "copy_batches": sum(
-                c[1] for c in copies.values())}
-
-
-def softmax_model(rows, per_worker, costs, d_model, n_heads):
-    """The softmax's time predicted at every T from pass_costs alone (never from its own times),
-    in the manner of the ECM model: per pass, a call, then its rows and elements in core
-    overlapped with its bytes at one thread's copy rate for its working set (predicted_s: the
-    larger of the two, fixed before any run); beside it the same terms summed, no overlap. Then
-    each pass and the whole against what was measured, and which rule the measurement sits near."""
-    out = []
-    for row in rows:
-        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        sm, at_T = row["ops"]["softmax"], [w[str(T)] for w in per_worker if str(T) in w]
-        passes = {}
-        for p in PASSES:
-            fit, b = costs["fits"][p], n_bytes[f"softmax/{p}"]
-            call = fit["per_call_s"]
-            core = fit["per_row_s"] * n_heads * T + fit["per_element_s"] * n_heads * T * T
-            memory = b / costs["copy_GBps"][b] / 1e9
-            measured = [r["seconds"] for r in kept([w[f"softmax/{p}"] for w in at_T])]
-            passes[p] = {"bytes": b, "copy_GBps": costs["copy_GBps"][b], "call_s": call,
-                         "core_s": core, "memory_s": memory, "predicted_s": call + max(
-                             core, memory), "predicted_no_overlap_s": call + core + memory,
-                         "measured_s": float(np.median(measured)) if measured else None}
-        total = {k: sum(q[k] for q in passes.values()) for k in (
-            "call_s", "core_s", "memory_s", "predicted_s", "predicted_no_overlap_s")}
-        lo, hi = sm["time_s_interval"]
-        out.append({"T": T, **{k: total[k] for k in ("predicted_s", "predicted_no_overlap_s")},
-                    "measured_s": sm["time_s"], "measured_interval": [lo, hi],
-                    "calls_s": total["call_s"], "core_s": total["core_s"],
-                    "memory_s": total["memory_s"], "nearer_rule": min(
-                        ("overlapped", "predicted_s"), ("summed", "predicted_no_overlap_s"),
-                        key=lambda rule: abs(total[rule[1]] - sm["time_s"]))[0],
-                    "unexplained_s": sm["time_s"] - total["predicted_s"],
-                    "within_noise": lo <= total["predicted_s"] <= hi, "passes": passes})
-    return out
-
-
-def threading_windows(Ts, warm):
-    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
-    (the same time window; the pairs the canary kept): per op, the median of all threads' time
-    over one's, each side's."""
-    out = []
-    for T in Ts:
-        matched = kept([(p["samples"][o["after"]], o) for p in (w["by_T"][str(T)] for w in warm)
-                        for o in p["one_thread"]], lambda pair: any(map(slow, pair)))
-        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
-                        for k in TIMED_KEYS}
-        if matched:
-            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
-                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
-    return out
-
-
-def analyse(rows, cfg, ceilings, warm, windows):
-    """Block E's numbers; at anatomy_T (KEYED_T, else the largest T): the anatomy, Phase 27."""
-    by_T = {r["T"]: r for r in rows}
-    focus, d, h = by_T[cfg["anatomy_T"]], cfg["d_model"], cfg["n_heads"]
-    anatomy = [w["anatomy"] for w in warm]
-    costs = pass_costs(anatomy, [w["pass_copies"] for w in warm], h)
-    out = {"ridge_intensity": ceilings["ridge"],
-           "expected_observations": expected_observations(rows),
-           "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
-                                 for T, r in by_T.items()},
-           "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
-           "on_lab_laptop": on_lab_laptop(d, h),
-           "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
-           "anatomy": anatomy_summary(anatomy, focus, d, h),
-           "pass_costs": costs,
-           "softmax_model": softmax_model(rows, anatomy, costs, d, h),
-           "threading_windows": windows,
-           "unstable": [f"T={T} {k} {r['ops'][k]['worker_spread']:.2f}x" for T, r in by_T.items()
-                        for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
-    if KEYED_T in by_T:
-        out["softmax_at_T_512"] = softmax_against_roofs(by_T[KEYED_T], ceilings)
-    return out
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
@@ -1348,17 +1769,17 @@ def others_by_name(before, after):
     return sorted(([n, round(c, 3)] for n, c in used.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
+def interference_checks(before, after, own_cpu_s, spare_cpus, warm, other_procs):
     """What others did: CPU use past the cores the run left free (a browser on a spare core
     harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
     used = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
-        (after["steal"] - before["steal"]) / max(after["total"] - before["total"], 1e-9)
-    seen = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
+        (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
+    seen = [(w["preempted"], w["sampling_s"]) for w in warm if w["preempted"] is not None]
     rate = sum(p for p, _ in seen) / sum(s for _, s in seen) if seen else None
-    named = [(n, c) for n, c in others if c >= NAMED_CPUS][:3]  # names only, never arguments
+    named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
@@ -1375,7 +1796,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, others):
                 *close)}
 
 
-def clock_checks(freq_start, freq_end, workers, virtualized=False):
+def clock_checks(freq_start, freq_end, warm, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else the canary's one-thread compute part at the fast side of each worker's readings.
@@ -1384,14 +1805,14 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
-    mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
-    fast = [float(np.quantile([r["compute"] for r in w["canary_readings"]], TIME_QUANTILE))
-            for w in workers[:1] + workers[-1:]]
+    mhz = [float(np.median(w["MHz"])) for w in warm if w["MHz"]]
+    fast = [float(np.quantile([r["compute"] for r in w["canary_readings"]], CLOCK_QUANTILE))
+            for w in warm[:1] + warm[-1:]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
                 "in the last")
-    elif len(workers) > 1:
+    elif len(warm) > 1:
         drop, basis = 1 - fast[0] / fast[1], "canary"
         what = (f"the canary's one-thread compute took {1e6 * fast[0]:.1f} us in the first warm "
                 f"worker and {1e6 * fast[1]:.1f} us in the last")
@@ -1418,16 +1839,16 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
 
 
 def repeatability_checks(rows):
-    """Would the next run say the same? Not if the canary set aside more than 1 - KEEP_AT_LEAST of
+    """Would the next run say the same? Not if the canary set aside more than SET_ASIDE_LIMIT of
     a T's samples (the machine ran slow for much of the run: it could not measure its fast
     state), nor if the warm workers' time_s of an op disagree by more than SPREAD_LIMIT."""
-    share, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
+    aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
     spread, op, T = max((r["ops"][k]["worker_spread"], k, r["T"]) for r in rows for k in TIMED_KEYS)
     return {"slow_samples": make_check(
-                share, 1 - KEEP_AT_LEAST, f"the canary ran slow around {100 * share:.0f}% of the "
-                f"{what} (limit {100 * (1 - KEEP_AT_LEAST):.0f}%)" + (
+                aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
+                f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
                     f", mostly its {part} part: {CANARY_PARTS[part]}" if part else "") +
                 ": too few samples of the machine's fast state remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
@@ -1479,361 +1900,22 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows):
     worker is judged by the load and the canary; its page faults preempt it, so its preemptions
     are recorded beside the checks, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
-    others = others_by_name(*load)
+    other_procs = others_by_name(*load)
     return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, warm, others),
+        **interference_checks(*load, own_cpu_s, spare, warm, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm,
                        hardware["virtualized"]),
         **cooperation_checks(windows, threads["blas_threads"]),
-        **repeatability_checks(rows)}), "other_processes": others[:5],
+        **repeatability_checks(rows)}), "other_processes": other_procs[:5],
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
                        dflt["preempted"] / dflt["sampling_s"]}}
 
 
 # ----------------------------------------------------------------------------------------------
-# The pictures (Blocks C and D): drawn from results.json alone (--replot), judging nothing.
-
-COLORS = {"qkv_proj": "#4C72B0", "scores": "#DD8452", "softmax": "#C44E52", "av": "#55A868",
-          "out_proj": "#8172B3"}
-
-
-def new_figure(*args, **kw):
-    """A matplotlib figure on the headless Agg backend (imported here: the module stays light)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt.subplots(*args, **kw)
-
-
-def png_bytes(fig, dpi=150):
-    import matplotlib.pyplot as plt
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def unclutter(fig, labels):
-    """Nudge each label up, then sideways, until it covers no other text and stays in the figure."""
-    from matplotlib.text import Text
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
-    legends = [lg for lg in [ax.get_legend() for ax in fig.axes] + fig.legends if lg]
-    in_legend = {t for lg in legends for t in lg.findobj(Text)}
-    clear = lambda a, b: min(a.x1, b.x1) - max(a.x0, b.x0) <= 0 or \
-        min(a.y1, b.y1) - max(a.y0, b.y0) <= 0  # noqa: E731
-    others = [lg.get_window_extent(r) for lg in legends] + [
-        t.get_window_extent(r) for t in fig.findobj(Text) if t not in labels and
-        t not in in_legend and t.get_visible() and t.get_text().strip()]
-    for label in labels:  # each placed label becomes an obstacle for the next
-        x0, y0 = label.xyann
-        for dy, dx in ((y, x) for y in range(0, 200, 4) for x in (0, 12, -12, 24, -24, 48, -48)):
-            label.xyann = (x0 + dx, y0 + dy)
-            b = label.get_window_extent(r)
-            if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
-                    b.y1 <= fig.bbox.height and all(clear(b, o) for o in others):
-                break
-        others.append(label.get_window_extent(r))
-
-
-def footer(fig, res, marks, protocol):
-    """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
-    do, in one short line. Returns the share of the figure's height it takes."""
-    hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
-    todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    kept = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})  # per T
-    kept = "" if kept == [cfg["workers"]] else f" ({'-'.join(map(str, kept))} with kept samples)"
-    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
-             f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
-             + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of the "
-             f"samples the canary kept of {cfg['samples_per_T']} per T (each >= "
-             f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
-             f"processes{kept}; set aside, the canary over {CANARY_SLOW}x its fast state: "
-             + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
-                     f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
-                 for r in res["sweep"]) + f"; {protocol}",
-             f"run conditions: {cond['verdict']}" + "".join(
-                 f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
-    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
-    fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
-             color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
-    return (len(text) * 7.5 * 1.3 + 6) / 72 / fig.get_figheight()
-
-
-def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
-    """One stacked bar per row (the five ops' time_s, ms), the default heap's hatched bar
-    against it; rows whose T is `labelled` get their time and dominant op. Returns the labels."""
-    x = np.arange(len(rows))
-    bottom = np.zeros(len(rows))
-    for op in OPS:
-        h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
-        ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
-        bottom += h
-    dflt = [default.get(r["T"]) for r in rows]
-    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in dflt])
-    top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
-    ax.bar(x + 0.36, np.fmin(heights, top / 1.12), 0.22, fill=False, hatch="///",
-           edgecolor="0.45", lw=0.8)
-    labels, above = [], {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
-                         "va": "bottom"}
-    for i, r in enumerate(rows):
-        if r["T"] not in labelled:
-            continue
-        dom = dominant[str(r["T"])]
-        share = 100 * r["ops"][dom]["time_share"]
-        labels.append(ax.annotate(f"{bottom[i]:.3f} ms\n{dom} {share:.0f}%", (x[i], bottom[i]),
-                                  fontsize=fontsize, **above))
-        if dflt[i]:
-            faults = dflt[i]["page_faults_per_forward"]
-            labels.append(ax.annotate(
-                f"{heights[i]:.3f} ms" + ("" if faults is None else
-                                          f"\n{faults:.{2 * (faults < 1)}f} faults")
-                + (" (off scale)" if heights[i] > top / 1.12 else ""),
-                (x[i] + 0.36, min(heights[i], top / 1.12)), fontsize=fontsize - 1.5, color="0.3",
-                **above))
-    ax.set_xticks(x, [f"T={r['T']}" for r in rows])
-    ax.set_xlim(-0.5, len(rows) - 0.4)
-    ax.set_ylim(0, top)
-    return labels
-
-
-def plot_perf(res):
-    """Block C: each T's forward as stacked bars (small ones again in an inset), the default
-    heap's beside; each op's share of the time beside its share of the FLOPs."""
-    from matplotlib.patches import Patch
-    rows, cfg, dominant = res["sweep"], res["config"], res["analysis"]["dominant_op_per_T"]
-    default = {r["T"]: r for r in res["sweep_default_heap"]}
-    fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 6.2), gridspec_kw={"width_ratios": [1.2, 1]})
-    small = [r for r in rows if r["forward_s"] < 0.15 * max(q["forward_s"] for q in rows)]
-    small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
-    labels = stack_bars(ax, rows, default, dominant, {r["T"] for r in rows if r not in small})
-    if small:
-        inset = ax.inset_axes([0.06, 0.42, 0.16 + 0.2 * len(small), 0.45])
-        labels += stack_bars(inset, small, default, dominant, {r["T"] for r in small}, 7.5)
-        inset.tick_params(labelsize=7.5)
-        inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
-                        fontsize=8)
-    ax.set_ylabel("time per forward (ms)")
-    ax.set_title("Time per forward (bars); with glibc's default heap (hatched)", fontsize=11)
-    for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
-        bottom = np.zeros(len(rows))
-        for op in OPS:
-            s = np.array([100 * r["ops"][op][key] for r in rows])
-            for bar, v in zip(ax2.bar(np.arange(len(rows)) + dx, s, 0.36, bottom=bottom,
-                                      color=COLORS[op], alpha=alpha, edgecolor="white"), s):
-                if v >= 3:
-                    ax2.annotate(f"{v:.0f}", bar.get_center(), ha="center", va="center",
-                                 fontsize=7 if v >= 7 else 6, color="white" if alpha == 1 else "0")
-            bottom += s
-    ax2.set_xticks(range(len(rows)), [f"T={r['T']}\ntime | FLOPs" for r in rows], fontsize=8.5)
-    ax2.set(ylabel="share (%)", ylim=(0, 100))
-    ax2.set_title("Share per op: of the time (solid), of the FLOPs (faded)", fontsize=11)
-    fig.suptitle(f"Naive numpy multi-head attention, d_model={cfg['d_model']}, "
-                 f"{cfg['n_heads']} heads, d_k={cfg['d_head']}", fontsize=12)
-    handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(
-        fill=False, hatch="///", edgecolor="0.45", label="the same forward, glibc's default heap"
-                                                         " (page faults per forward)")]
-    fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
-               bbox_to_anchor=(0.5, 0.945))
-    dflt = res["sweep_default_heap"][0]
-    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of the kept "
-                 f"of {dflt['sample_count']} samples per T from {dflt['workers']} default-heap "
-                 "process (set aside: " + ", ".join(str(r["samples_set_aside"]) for r in
-                                                   res["sweep_default_heap"]) + ")")
-    fig.tight_layout(rect=(0, low, 1, 0.9))
-    unclutter(fig, labels)
-    return fig
-
-
-def ring_sizes(points, first=5.0, step=1.5, near=0.03):
-    """Ring diameters (points), `step` times larger per T; rings on one spot nest, never hide."""
-    sizes = []
-    for j, (x, y, i) in enumerate(points):
-        d = first * step**i
-        near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j])
-                      if abs(math.log10(a / x)) < near and abs(math.log10(b / y)) < near]
-        while clash := [s for s in near_sizes if d / step * 1.001 < s < d * step * 0.999]:
-            d = step * max(clash)
-        sizes.append(d)
-    return sizes
-
-
-def draw_roofs(ax, res, xs):
-    """DRAM's roof (beta) and pi in black with beta's interval as a band, each level with a roof
-    of its own fainter, the ridge and its interval; the legend handles."""
-    c = res["ceilings"]
-    beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
-    dram = c["levels"]["DRAM"]
-    notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
-    notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
-              "   call-bound by the run's rule: numpy's per-call cost"
-              for n, lv in c["levels"].items()
-              if lv.get("call_cost_bound")]
-    if c["source"] == "measured" and not dram["past_llc"]:
-        notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
-                                                     else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
-    src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
-           "cli": "--roofline"}[c["source"]]
-    mm = "" if c["source"] != "measured" else f" ({c['matmul']['n']}x{c['matmul']['n']} matmul: +)"
-    handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
-                      label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.1f} GFLOPS{mm}"
-                      + "".join(f"\n  ({n})" for n in notes))
-    handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
-                                   color="0.85", lw=0, zorder=0, label=(
-        f"beta's {CONFIDENCE:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
-            f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
-            f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
-            else ""))))
-    styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
-    for name, lv in c["levels"].items():
-        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_bound"]:
-            size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
-            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
-            handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
-                styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
-    r_lo, r_hi = c["ridge_interval"]
-    handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {CONFIDENCE:.0%} intervals,\n  "
-        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
-    ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
-    return handles
-
-
-def draw_points(ax, res):
-    """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
-    as a +; the legend entries and the ring key's handler."""
-    from matplotlib.legend_handler import HandlerTuple
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], i, op)
-           for op in OPS for i, r in enumerate(res["sweep"])]
-    entries = []
-    for op, (x, y, size) in zip(OPS, np.split(np.array([(p[0], p[1], d) for p, d in zip(
-            pts, ring_sizes([p[:3] for p in pts]))]).T, len(OPS), axis=1)):
-        ax.plot(x, y, color=COLORS[op], lw=0.8, alpha=0.45, zorder=3)
-        entries.append((ax.scatter(x, y, s=size**2, facecolors="none", edgecolors=COLORS[op],
-                                   linewidths=1.6, zorder=4), op))
-    rings = tuple(ax.scatter([], [], s=(5 * 1.5**i)**2, facecolors="none", edgecolors="0.3")
-                  for i in range(len(res["sweep"])))
-    ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
-               marker="P", s=90, color="0.3", zorder=5)
-    ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
-    return [ring_key] + entries, HandlerTuple(ndivide=None, pad=0.3)
-
-
-def plot_roofline(res):
-    """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
-    27's preview as an arrow from the fused op measured to its bound."""
-    c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
-    m, f = pv["measured"], pv["without_materialising_A"]
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"] for op in OPS]
-    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
-            (f["intensity"], f["bound_GFLOPS"])]
-    (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
-    fig, ax = new_figure(figsize=(10, 8.6))
-    xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
-    roofs = [(h, h.get_label()) for h in draw_roofs(ax, res, xs)]
-    points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
-    entries = points + [
-        (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"scores + softmax + av at T={pv['T']}, measured (the lab's bytes): I = "
-         f"{m['intensity']:.2f}")] + roofs + [
-        (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
-                    edgecolor="black", zorder=5),
-         f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
-         f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
-    ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
-                arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
-    ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
-              bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
-              handlelength=5.5, columnspacing=1.5)
-    ax.tick_params(axis="x", which="both", pad=6)  # off the y axis's lowest label
-    ax.set(xscale="log", yscale="log", xlim=(x_lo, x_hi), ylim=(y_lo, y_hi),
-           xlabel="arithmetic intensity (FLOP/byte, the lab's byte counts)",
-           ylabel="GFLOPS (the lab's FLOPs / time_s)")
-    ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
-    ax.grid(True, which="major", color="0.92")
-    low = footer(fig, res, "rings", "roofs: " + (
-        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
-        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
-        f"level's of {res['config']['cache_repeats']}"
-        if c["source"] == "measured" else c["depends_on"]))
-    fig.tight_layout(rect=(0, low, 1, 1))
-    return fig
-
-
-# ----------------------------------------------------------------------------------------------
-# The files (Block F): results.json, the lab's manifest, written together atomically, and the one
-# check that a results.json holds what --replot and --compare read.
-
-def run_config(args, plan, threads):
-    """results.json's config: what was asked and what the plan made of it."""
-    return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
-            "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": plan["workers"] * plan["rounds"], "workers": plan["workers"],
-            "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
-            "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
-            "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["workers"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["workers"],
-            "model": "causal MHA, heads as a batch axis, no biases, float32"}
-
-
-def make_manifest(results, argv):
-    """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
-    cfg, c = results["config"], results["ceilings"]
-    row = next((r for r in results["sweep"] if r["T"] == KEYED_T), None)
-    ops = row and row["ops"]
-    summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
-               "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
-               "scores_GFLOPS_at_T_512": ops and ops["scores"]["gflops"],
-               "phase_27_motivation_pct_memory": ops and 100 * sum(
-                   ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
-    return {
-        "experiment": "15-attention-perf", "date": results["date"], "seed": cfg["seed"],
-        "versions": results["versions"], "depends_on": c["depends_on"],
-        "config": {k: cfg[k] for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
-                                       "min_time_s", "quick", "blas_threads", "workers")}
-        | {"heap": results["heap"]["mode"]},
-        "hardware": results["hardware"], "results_summary": summary,
-        "results_summary_definitions": {  # each figure from time_s, its 25th percentile
-            "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the five ops' sum)",
-            "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
-            "the roof of the level their working set fits in (level_bound)"},
-        "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
-        "ceilings_source": c["source"],
-        "conditions_verdict": results["conditions"]["verdict"],
-        "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
-        "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
-        "command": " ".join(["python", Path(__file__).name] + list(argv)),
-        "environment": results["environment"]}
-
-
-def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
-    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
-
-
-def write_atomically(out_dir, files):
-    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
-    too) every earlier file is put back: never a new results.json beside an old manifest."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
-        try:
-            for name, data in files.items():
-                with open(Path(tmp) / name, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-            for name in files:
-                os.replace(Path(tmp) / name, out_dir / name)
-        except BaseException:
-            for name in files:
-                if name in old:
-                    (out_dir / name).write_bytes(old[name])
-                elif (out_dir / name).exists():
-                    (out_dir / name).unlink()
-            raise
-
+# --compare A B: measures nothing. A is the baseline (say, the committed reference), B the new run
+# (say, a learner's laptop): first whether the two machines were in the same state, then per op
+# and T whether B is faster, slower or the same, against both runs' own noise. load_results is
+# the one check that a results.json holds what --replot and --compare read.
 
 def load_results(arg):
     """A results.json of this lab (or its folder) with all --replot and --compare read, else
@@ -1860,11 +1942,6 @@ def load_results(arg):
         raise UsageError(f"{path} is not a results.json written by this perf.py") from None
     return path, res
 
-
-# ----------------------------------------------------------------------------------------------
-# --compare A B: measures nothing. A is the baseline (say, the committed reference), B the new run
-# (say, a learner's laptop): first whether the two machines were in the same state, then per op
-# and T whether B is faster, slower or the same, against both runs' own noise.
 
 def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
@@ -1972,8 +2049,7 @@ def compare(arg_a, arg_b, out):
 
 
 # ----------------------------------------------------------------------------------------------
-# The command line and the conductor: parsing touches nothing; a run is refused before it
-# measures; run_lab conducts a run; main dispatches.
+# The command line: parsing touches nothing; a run is refused before it measures; main dispatches.
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, instead of argparse's usage dump
@@ -2058,64 +2134,6 @@ def refuse_early(args, plan):
         for p in reversed(made):
             p.rmdir()
     return need / 2**20
-
-
-def phase1_ceilings(args):
-    """Phase 1's beta and pi, from --roofline or Phase 1's manifest when there is one, else None;
-    read before measuring (a bad file is a UsageError)."""
-    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
-        return None
-    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
-            "source": "cli" if args.roofline else "phase1",
-            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
-
-
-def run_lab(args, argv):
-    """A run of the lab, step by step in the order the data flows; all files written at once."""
-    started, hardware = time.perf_counter(), machine_facts()
-    threads, blas = thread_record(args.threads, hardware)
-    plan = make_plan(args, hardware, threads)
-    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
-    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    load, own0 = [machine_load({os.getpid()})], own()
-    dflt, warm = spawn_all(plan, args.in_process)
-    load.append(machine_load({os.getpid()}))
-    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
-                                if os.name == "nt" and not args.in_process else 0)
-    hardware["cpufreq_at_end"] = cpufreq_state()
-    reference = canary_reference([r for w in [dflt] + warm for r in w["canary_readings"]])
-    mark_batches([dflt] + warm, reference)
-    rows, default_rows = pool_sweep(args.T, warm, dflt, args.min_time)
-    windows = threading_windows(args.T, warm)
-    ceilings = ceilings_and_ridge(given, combine_ceilings([w["ceiling_rates"] for w in warm],
-                                                          plan["ceiling_spec"]))
-    for r in rows + default_rows:
-        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
-    cfg = run_config(args, plan, threads)
-    analysis = analyse(rows, cfg, ceilings, warm, windows)
-    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows)
-    results = {
-        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
-        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
-                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
-        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
-                                                                     "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{"label": task["label"], **{k: w[k] for k in (
-            "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
-            for task, w in zip(plan["tasks"], [dflt] + warm)],
-        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
-            (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
-        "canary": {"reference_s": reference, "reference_quantile": CANARY_REFERENCE,
-                   "slow_ratio": CANARY_SLOW, "keep_at_least": KEEP_AT_LEAST},
-        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
-        "analysis": analysis, "conditions": conditions,
-        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
-    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
-             "manifest.json": to_json(make_manifest(results, argv)),
-             "roofline.png": png_bytes(plot_roofline(results))}
-    write_atomically(args.out, files)
-    return results
 
 
 def report(results, out):
