@@ -48,11 +48,12 @@ def slow_windows(monkeypatch, slow):
     return state
 
 
-def run(tmp_path, monkeypatch):
+def run(tmp_path, monkeypatch, extra=()):
     for plot in ("plot_perf", "plot_roofline"):
         monkeypatch.setattr(perf, plot, lambda res: None)
     monkeypatch.setattr(perf, "png_bytes", lambda fig: b"")
-    return perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
+    args = ARGS + list(extra)  # argparse: a later flag wins
+    return perf.run_lab(perf.parse_args(args + ["--out", str(tmp_path)]), args)
 
 
 def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,
@@ -128,3 +129,45 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
     assert reason.startswith("the canary's one-thread compute took 40.0 us in the first warm "
                              "worker and 60.0 us in the last (speed -33%)")
+
+
+def whole_worker(monkeypatch, factors):
+    """Each worker's canary parts, fixed for its life, as {part: factor} per worker in turn (the
+    default-heap worker first): a slow period covering a whole worker, or a process's own state."""
+    workers = []
+
+    def make_canary():
+        f = factors[len(workers)]
+        workers.append(f)
+
+        def read():
+            return {part: f.get(part, 1.0) * t for part, t in FAST.items()}
+        first = read()
+        return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
+    monkeypatch.setattr(perf, "make_canary", make_canary)
+    monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
+
+
+def test_a_slow_period_covering_one_whole_worker_disturbs_the_run(tmp_path, monkeypatch):
+    # Warm 2 of three ran its whole life with the machine slow: its canary twice as slow as the
+    # others', in both parts. Its own reference cannot see it (none of its samples is set aside);
+    # the processes' references side by side do.
+    whole_worker(monkeypatch, [{}, {}, {"compute": 2.0, "blas": 2.0}, {}])
+    res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
+    assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
+    failed = {f["check"]: f for f in res["conditions"]["failed"]}
+    assert res["conditions"]["verdict"] == "disturbed"
+    assert failed["slow_process"]["reason"].startswith(
+        "warm 2's canary (one thread's exp) ran 2.00x the warm processes' median")
+
+
+def test_two_processes_in_two_layout_states_are_no_clock_drop_and_no_slow_period(
+        tmp_path, monkeypatch):
+    # Two warm processes whose BLAS part differs x1.15 for their whole lives (each its own memory
+    # layout), the one-thread compute part alike: neither the clock check nor the slow-period
+    # check fails, and no sample is set aside (each process judged against its own fast state).
+    whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}])
+    res = run(tmp_path, monkeypatch, ["--workers", "2"])
+    checks = res["conditions"]["checks"]
+    assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True
+    assert all(r["samples_set_aside"] == 0 for r in res["sweep"])

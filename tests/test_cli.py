@@ -32,7 +32,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     assert set(res["conditions"]["checks"]) == {
         "other_processes_cpus", "steal_fraction", "preemptions_per_s",
         "governor_or_turbo_changed", "clock_drop", "threads_cooperate", "slow_samples",
-        "workers_agree"}
+        "slow_process", "processes_agree"}
     assert set(man) >= {"experiment", "date", "seed", "versions", "depends_on", "config",
                         "hardware", "results_summary"}
     assert set(man["results_summary"]) == {"softmax_GFLOPS_at_T_512", "scores_GFLOPS_at_T_512",

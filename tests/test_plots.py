@@ -180,10 +180,10 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     kept = "" if counts == [cfg["workers"]] else (
         f" ({'-'.join(str(n) for n in counts)} with kept samples)")
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
-    samples = (f"the 25th percentile of the samples the canary kept of {cfg['samples_per_T']} "
-               f"per T (each >= {cfg['min_time_s'] * 1e3:g} ms of forwards) from "
-               f"{cfg['workers']} warm worker processes{kept}; set aside, the canary over "
-               f"{perf.CANARY_SLOW}x its fast state: " + ", ".join(
+    samples = (f"the median over {cfg['workers']} warm worker processes{kept} of each one's "
+               f"25th percentile of its samples the canary kept ({cfg['samples_per_T']} per T in "
+               f"all, each >= {cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary "
+               f"over {perf.CANARY_SLOW}x its process's fast state: " + ", ".join(
                    f"{r['samples_set_aside']} at T={r['T']}" + (
                        f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                    for r in res["sweep"]))

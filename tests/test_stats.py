@@ -11,17 +11,29 @@ import perf
 
 
 def test_summarize_by_hand():
-    # 8 samples from two workers. numpy's linear percentiles: p25 = 1 + 0.25 * 7 = 2.75,
-    # median 4.5, p75 6.25.
-    s = perf.summarize([1, 2, 3, 4, 5, 6, 7, 8], [[1, 2, 3, 4], [5, 6, 7, 8]])
-    assert s["time_s"] == 2.75
-    assert (s["median_s"], s["p75_s"], s["min_s"], s["mean_s"]) == (4.5, 6.25, 1, 4.5)
-    # Each worker's own 25th percentile, 1.75 and 5.75: 3.29x apart, past SPREAD_LIMIT.
-    assert s["worker_times"] == [1.75, 5.75] and s["worker_spread"] == pytest.approx(5.75 / 1.75)
+    # Ten processes of four samples each, process i's samples i, i + 1, i + 2, i + 3 (i = 1..10).
+    # Each process's estimate, its 25th percentile (numpy's linear rule): i + 0.75. The figure:
+    # the median of the ten estimates, (5.75 + 6.75) / 2 = 6.25; its 95 % interval over the
+    # processes: X(2) and X(9) of the estimates, 2.75 and 9.75, covering 1 - 22/1024.
+    procs = [[i, i + 1, i + 2, i + 3] for i in range(1, 11)]
+    s = perf.summarize(procs)
+    assert s["worker_times"] == [i + 0.75 for i in range(1, 11)]
+    assert s["time_s"] == 6.25 and s["time_s_interval"] == [2.75, 9.75]
+    assert s["interval_coverage"] == pytest.approx(1 - 22 / 1024)
+    # The two levels of variance: between, the estimates' relative SD; within, the median of each
+    # process's own relative SD (four consecutive numbers: SD sqrt(5/3) over their mean i + 1.5).
+    est = np.arange(1, 11) + 0.75
+    assert s["between_process_rsd"] == pytest.approx(est.std(ddof=1) / est.mean())
+    assert s["within_process_rsd"] == pytest.approx(np.median(
+        [math.sqrt(5 / 3) / (i + 1.5) for i in range(1, 11)]))
+    # The pooled samples' statistics beside (the lab's mean and SD): 40 values.
+    pooled = np.array(procs, dtype=float).ravel()
+    assert (s["mean_s"], s["min_s"]) == (pooled.mean(), 1.0)
+    # An interval 9.75 / 2.75 wide: past SPREAD_LIMIT, flagged unstable.
     assert s["unstable"] is True
-    # Two workers that agree within SPREAD_LIMIT: not unstable.
-    calm = perf.summarize([10, 10, 11, 11], [[10, 11], [10, 11]])
-    assert calm["unstable"] is False and calm["time_s"] == 10
+    # Ten processes that agree within SPREAD_LIMIT: not unstable.
+    calm = perf.summarize([[10, 10.1, 11]] * 9 + [[10.2, 10.3, 10.4]])
+    assert calm["unstable"] is False and calm["time_s"] == pytest.approx(10.05)
 
 
 def test_quantile_interval_by_hand():
@@ -198,3 +210,32 @@ def test_ridge_interval_by_hand():
     # Phase 1 gives one number each: no interval, the ridge is a point.
     assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_interval"] == [250 / 15] * 2
     assert given["source"] == "phase1" and given["levels"] == {}
+
+
+def mixture_median(share, slow, sigma):
+    """The median of a two-state population: lognormal(0, sigma) with weight 1 - share, lognormal
+    around `slow` with weight share; by bisection on the mixture's CDF."""
+    cdf = lambda m: sum(w * 0.5 * (1 + math.erf((math.log(m) - math.log(c)) / (sigma * 2**0.5)))
+                        for w, c in ((1 - share, 1.0), (share, slow)))  # noqa: E731
+    lo, hi = 0.5, 2.0
+    for _ in range(60):
+        lo, hi = ((lo + hi) / 2, hi) if cdf((lo + hi) / 2) < 0.5 else (lo, (lo + hi) / 2)
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize("share", [0.2, 0.35, 0.5, 0.65, 0.8])
+def test_the_interval_over_processes_covers_a_two_state_population_at_its_stated_coverage(share):
+    """The process is the unit: ten processes from a population in two states x1.2 apart (the
+    slow one's share from 0.2 to 0.8), each process's samples near its own level. Over 1,000
+    seeded runs, summarize's interval covers the population's median as often as it says."""
+    rng = np.random.default_rng(int(100 * share))
+    truth = mixture_median(share, 1.2, 0.01)
+    covered, stated = 0, set()
+    for _ in range(1000):
+        levels = np.where(rng.random(10) < share, 1.2, 1.0) * rng.lognormal(0, 0.01, 10)
+        s = perf.summarize([list(v * rng.lognormal(0, 0.005, 4)) for v in levels])
+        lo, hi = s["time_s_interval"]
+        covered += lo <= truth <= hi
+        stated.add(round(s["interval_coverage"], 6))
+    (coverage,) = stated
+    assert abs(covered / 1000 - coverage) <= 0.03, (covered, coverage)

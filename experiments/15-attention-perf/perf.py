@@ -192,13 +192,14 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
 # The canary is read between every two batches; the figures come from the samples it kept.
 PROFILES = {
-    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 5, "default_heap_samples": 6,
+    "default": {"min_time": 0.05, "samples_per_T": 60, "workers": 10, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
     "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
-TIMER_PAIR_EVERY = 4      # every 4th round, each sample is followed by a timed/untimed pair
+KERNEL_WORKERS = 5        # the first warm workers also time the ceilings and the anatomy
+TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
 
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
@@ -246,18 +247,28 @@ def take_samples(task, mha, canary):
             "preempted": None if switches is None else preemptions() - switches}
 
 
-def summarize(per_sample, by_worker):
-    """One op at one T from its time in each sample, all and by worker. time_s: their TIME_QUANTILE;
-    interference only adds time, in episodes, and moves it only once 3/4 of the samples are slow."""
-    a = np.asarray(per_sample, dtype=np.float64)
-    time_s, med, p75 = np.percentile(a, [100 * TIME_QUANTILE, 50, 75])
-    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_worker if len(w)]
-    spread = max(each) / min(each)
-    lo, hi, _ = quantile_interval(a, TIME_QUANTILE)
-    return {"time_s": float(time_s), "time_s_interval": [lo, hi], "mean_s": float(a.mean()),
-            "std_s": float(a.std(ddof=1)) if a.size > 1 else 0.0, "median_s": float(med),
-            "p75_s": float(p75), "min_s": float(a.min()), "worker_times": each,
-            "worker_spread": spread, "unstable": spread > SPREAD_LIMIT}
+def summarize(by_process):
+    """One op at one T from its kept samples' times, a list per warm process. The process is the
+    unit of replication: each has its own memory layout and keeps its speed for its life. A
+    process's estimate is the TIME_QUANTILE of its samples (interference only adds time); time_s
+    is the median of the processes' estimates, with the distribution-free CONFIDENCE interval of
+    that median (quantile_interval: order statistics of the estimates, its coverage beside).
+    between_process_rsd: the estimates' relative SD; within_process_rsd: the median over the
+    processes of their samples' own. The pooled samples' mean and SD (the lab's) beside."""
+    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_process if len(w)]
+    pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
+    med, p75 = np.percentile(pooled, [50, 75])
+    rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
+    lo, hi, cover = quantile_interval(each, 0.5)
+    return {"time_s": float(np.median(each)), "time_s_interval": [lo, hi],
+            "interval_ratio": hi / lo,
+            "interval_coverage": cover, "mean_s": float(pooled.mean()),
+            "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
+            "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
+            "worker_times": each, "worker_spread": max(each) / min(each),
+            "between_process_rsd": rsd(each),
+            "within_process_rsd": float(np.median([rsd(w) for w in by_process if len(w)])),
+            "unstable": hi / lo > SPREAD_LIMIT}
 
 
 def pool_T(T, parts, min_time):
@@ -266,15 +277,13 @@ def pool_T(T, parts, min_time):
     canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
     the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
-    basis, all_slow = kept_batches(samples), all(map(slow, samples))
-    in_basis = {id(s) for s in basis}
-    by_worker = [[s for s in p["samples"] if id(s) in in_basis] for p in parts]
+    by_process = [kept_batches(p["samples"]) for p in parts]  # each judged by its own canary
+    basis, all_slow = [s for w in by_process for s in w], all(map(slow, samples))
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
-    ops = {k: {**summarize([s[k] for s in basis], [[s[k] for s in w] for w in by_worker]),
-               "all_samples_time_s": float(np.percentile([s[k] for s in samples],
-                                                         100 * TIME_QUANTILE))}
-           for k in TIMED_KEYS}
+    ops = {k: {**summarize([[s[k] for s in w] for w in by_process]), "all_samples_time_s": float(
+               np.median([np.percentile([s[k] for s in p["samples"]], 100 * TIME_QUANTILE)
+                          for p in parts]))} for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
            "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
@@ -365,10 +374,11 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the {100 * TIME_QUANTILE:.0f}th percentile of the "
-             f"samples the canary kept of {cfg['samples_per_T']} per T (each >= "
-             f"{cfg['min_time_s'] * 1e3:g} ms of forwards) from {cfg['workers']} warm worker "
-             f"processes{with_kept}; set aside, the canary over {CANARY_SLOW}x its fast state: "
+             f"{marks}: each op's time_s, the median over {cfg['workers']} warm worker "
+             f"processes{with_kept} of each one's {100 * TIME_QUANTILE:.0f}th percentile of its "
+             f"samples the canary kept ({cfg['samples_per_T']} per T in all, each >= "
+             f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary over "
+             f"{CANARY_SLOW}x its process's fast state: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  for r in res["sweep"]) + f"; {protocol}",
@@ -795,7 +805,7 @@ def anatomy_summary(anatomies, row, d_model, n_heads):
     share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
     whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
     T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-    at_T = [w[str(T)] for w in anatomies]
+    at_T = [w[str(T)] for w in anatomies if str(T) in w]
     out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
         s["batch_s"] for w in anatomies for steps in w.values() for s in steps.values())}
     for name in at_T[0]:
@@ -898,7 +908,7 @@ def analyse(rows, cfg, ceilings, warm, windows):
            "pass_costs": costs,
            "softmax_model": softmax_model(rows, anatomy, costs, d, h),
            "threading_windows": windows,
-           "unstable": [f"T={T} {k} {r['ops'][k]['worker_spread']:.2f}x" for T, r in by_T.items()
+           "unstable": [f"T={T} {k} {r['ops'][k]['interval_ratio']:.2f}x" for T, r in by_T.items()
                         for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
     if KEYED_T in by_T:
         out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(by_T[KEYED_T], ceilings)
@@ -917,8 +927,8 @@ def run_config(args, plan, threads):
             "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
             "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
             "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["workers"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["workers"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["kernel_workers"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["kernel_workers"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
 
 
@@ -992,12 +1002,13 @@ def run_lab(args, argv):
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
                                 if os.name == "nt" and not args.in_process else 0)
     hardware["cpufreq_at_end"] = cpufreq_state()
-    reference = canary_reference([r for w in [dflt] + warm for r in w["canary_readings"]])
-    mark_batches([dflt] + warm, reference)
+    for w in [dflt] + warm:  # each process against its own fast state
+        w["canary_reference"] = canary_reference(w["canary_readings"])
+        mark_batches(w, w["canary_reference"])
     rows, default_rows = pool_sweep(args.T, warm, dflt, args.min_time)
     windows = threading_windows(args.T, warm)
-    ceilings = ceilings_and_ridge(given, combine_ceilings([w["ceiling_rates"] for w in warm],
-                                                          plan["ceiling_spec"]))
+    ceilings = ceilings_and_ridge(given, combine_ceilings(
+        [w["ceiling_rates"] for w in warm if w["ceiling_rates"]], plan["ceiling_spec"]))
     for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
@@ -1015,7 +1026,8 @@ def run_lab(args, argv):
             for task, w in zip(plan["tasks"], [dflt] + warm)],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
-        "canary": {"reference_s": reference, "reference_quantile": CANARY_REFERENCE,
+        "canary": {"reference_s": [w["canary_reference"] for w in [dflt] + warm],
+                   "reference_quantile": CANARY_REFERENCE,
                    "slow_ratio": CANARY_SLOW, "set_aside_limit": SET_ASIDE_LIMIT},
         "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
         "analysis": analysis, "conditions": conditions,
@@ -1040,13 +1052,16 @@ TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of it
 
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
 # whose canary, read before and after it, ran slow is set aside from the figures.
-CANARY_REFERENCE = 0.10   # the machine's fast state: this quantile of all canary readings of a run
+CANARY_REFERENCE = 0.10   # a process's fast state: this quantile of its own canary readings
 CANARY_SLOW = 1.15        # a batch is slow when a canary part took this much over its reference
 SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
                           # the 25th percentile still rests on as many as in a run that sets none
 
 # Thresholds of the analysis, the verdict and --compare.
-SPREAD_LIMIT = 1.25       # workers' time_s further apart than this: the op is flagged unstable
+SPREAD_LIMIT = 1.05       # an op's interval over the processes wider than this (hi / lo): where
+                          # the next run's figure may lie is wider than two runs may disagree
+MATERIAL_SHARE = 0.05     # the ops whose agreement the verdict judges: this share of the forward
+STATE_GAP = 1.05          # two sorted process estimates further apart: two states, named
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
@@ -1326,7 +1341,8 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 
 def canary_reference(readings):
-    """Per part, the CANARY_REFERENCE quantile of every reading of the run: its fast state."""
+    """Per part, the CANARY_REFERENCE quantile of a process's readings: its own fast state (a
+    process keeps its layout, and so its canary's speed, for its life)."""
     return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
             for part in readings[0]}
 
@@ -1697,9 +1713,10 @@ def make_plan(args, hardware, threads):
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["workers"], per_T)
     rounds, one_thread = plan_rounds(per_T, n_warm, threads["blas_threads"])
+    kernel = min(n_warm, KERNEL_WORKERS)  # the warm workers that time the ceilings and anatomy_T
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
-            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / n_warm),
-            "cache_reps": math.ceil(prof["cache_repeats"] / n_warm),
+            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / kernel),
+            "cache_reps": math.ceil(prof["cache_repeats"] / kernel),
             "matmul_n": prof["matmul_n"]}
     anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
     other_Ts = [T for T in args.T if T != anatomy_T] or [anatomy_T]
@@ -1713,15 +1730,18 @@ def make_plan(args, hardware, threads):
             "ceiling_spec": None}
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec, "pass_copy_bytes": deal(copy_sizes, i, n_warm),
-             "anatomy_Ts": sorted({anatomy_T, *deal(other_Ts, i, n_warm)}),
+             "ceiling_spec": spec if i < kernel else None,
+             "pass_copy_bytes": deal(copy_sizes, i, n_warm),
+             "anatomy_Ts": sorted(({anatomy_T} if i < kernel else set())
+                                  | set(deal(other_Ts, i, n_warm))),
              "fit_shapes": list(dict.fromkeys(deal(FIT_SHAPES * 2, i, n_warm)))}
             for i in range(n_warm)]  # each fit shape by two workers, where there are two: one
     # slow batch does not decide a cost the model rests on where the other is kept
     n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
                                + len(one_thread)) + 36 + \
         len(copy_sizes) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
-    return {"workers": n_warm, "rounds": rounds, "one_thread_rounds": one_thread,
+    return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
+            "one_thread_rounds": one_thread,
             "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
             "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
             "tasks": [dflt_task] + warm}
@@ -1838,14 +1858,33 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
                 "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
 
 
-def repeatability_checks(rows):
+def two_states(estimates):
+    """The processes' estimates split at their largest gap where it is wider than STATE_GAP:
+    [(level, processes), (level, processes)], each group's median; else None (one state)."""
+    x = sorted(estimates)
+    gaps = [b / a for a, b in zip(x, x[1:])]
+    if not gaps or max(gaps) <= STATE_GAP:
+        return None
+    i = gaps.index(max(gaps)) + 1
+    return [(float(np.median(x[:i])), i), (float(np.median(x[i:])), len(x) - i)]
+
+
+def repeatability_checks(rows, warm):
     """Would the next run say the same? Not if the canary set aside more than SET_ASIDE_LIMIT of
-    a T's samples (the machine ran slow for much of the run: it could not measure its fast
-    state), nor if the warm workers' time_s of an op disagree by more than SPREAD_LIMIT."""
+    a T's samples (their processes ran slow around most of them); not if one warm process ran
+    slow for its whole life, its canary's one-thread compute over CANARY_SLOW times the processes'
+    median (a slow period covering a worker, which its own reference cannot see); not if an op
+    holding MATERIAL_SHARE of the forward has an interval over the processes wider than
+    SPREAD_LIMIT (the next run's figure may lie anywhere in it): the reason names two states."""
     aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
-    spread, op, T = max((r["ops"][k]["worker_spread"], k, r["T"]) for r in rows for k in TIMED_KEYS)
+    ref = [w["canary_reference"]["compute"] for w in warm]
+    lag, who = max((v / float(np.median(ref)), i + 1) for i, v in enumerate(ref))
+    width, op, T = max((r["ops"][k]["interval_ratio"], k, r["T"]) for r in rows for k in OPS
+                       if r["ops"][k]["time_share"] >= MATERIAL_SHARE)
+    o = next(r for r in rows if r["T"] == T)["ops"][op]
+    states = two_states(o["worker_times"])
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
                 f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
@@ -1853,10 +1892,19 @@ def repeatability_checks(rows):
                 ": too few samples of the machine's fast state remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
-            "workers_agree": make_check(
-                spread, SPREAD_LIMIT, f"the warm workers' time_s of {op} at T = {T} lie "
-                f"{spread:.2f}x apart (limit {SPREAD_LIMIT}): the next run may not repeat it",
-                "rerun later, and set the runs side by side with --compare", "rerun later")}
+            "slow_process": make_check(
+                lag, CANARY_SLOW, f"warm {who}'s canary (one thread's exp) ran {lag:.2f}x the "
+                f"warm processes' median for its whole life (limit {CANARY_SLOW}): a slow period "
+                "covered that worker", "rerun later, when the machine is quiet", "rerun later"),
+            "processes_agree": make_check(
+                width, SPREAD_LIMIT, f"the warm processes put {op} at T = {T} anywhere in "
+                f"{1e3 * o['time_s_interval'][0]:.3f}-{1e3 * o['time_s_interval'][1]:.3f} ms, "
+                f"{width:.2f}x wide (limit {SPREAD_LIMIT})" + (
+                    ": two states, {:.3f} ms in {} processes and {:.3f} ms in {}".format(
+                        1e3 * states[0][0], states[0][1], 1e3 * states[1][0], states[1][1])
+                    + " (a process keeps its memory layout for its life)" if states else "")
+                + ": the next run's figure may lie anywhere in it", "quote the interval beside "
+                "the figure, and set runs side by side with --compare", "quote the interval")}
 
 
 def cooperation_checks(windows, threads_ran):
@@ -1906,7 +1954,7 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows):
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm,
                        hardware["virtualized"]),
         **cooperation_checks(windows, threads["blas_threads"]),
-        **repeatability_checks(rows)}), "other_processes": other_procs[:5],
+        **repeatability_checks(rows, warm)}), "other_processes": other_procs[:5],
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
                        dflt["preempted"] / dflt["sampling_s"]}}
 
@@ -2079,8 +2127,8 @@ def parse_args(argv):
     add("--min-time", type=number(float), help="seconds of work in each sample and each ceiling "
         "repeat, at least (default 0.05)")
     add("--samples", type=number(int), help="samples per T over all workers, rounded "
-        "up to a multiple of --workers (default 100)")
-    add("--workers", type=number(int), help="warm worker processes, one at a time (default 5)")
+        "up to a multiple of --workers (default 60)")
+    add("--workers", type=number(int), help="warm worker processes, one at a time (default 10)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=number(int), help="BLAS threads (default: OMP_NUM_THREADS, else one "
         "per physical core)")
@@ -2144,7 +2192,7 @@ def report(results, out):
         warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
                     "frequency-set -g performance")
     if results["analysis"]["unstable"]:
-        warn.append(f"unstable (worker times more than {SPREAD_LIMIT}x apart): "
+        warn.append(f"unstable (interval over the processes over {SPREAD_LIMIT}x wide): "
                     + ", ".join(results["analysis"]["unstable"]))
     if cold := [(r["T"], r["page_faults_per_forward"]) for r in results["sweep"]
                 if (r["page_faults_per_forward"] or 0) >= 1]:
