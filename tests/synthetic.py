@@ -4,10 +4,9 @@ on whatever this machine measured."""
 import perf
 
 TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 ops at 512
-    64: dict(zip(perf.OPS, (0.030, 0.010, 0.020, 0.008, 0.012))),
-    512: dict(zip(perf.OPS, (0.15, 0.90, 3.00, 0.40, 0.08))),
+    64: dict(zip(perf.OPS, (0.030, 0.010, 0.020, 0.008, 0.012), strict=True)),
+    512: dict(zip(perf.OPS, (0.15, 0.90, 3.00, 0.40, 0.08), strict=True)),
 }
-PASSES = tuple(f"softmax/{p}" for p in perf.PASSES)
 
 
 def batch(seconds):
@@ -15,15 +14,15 @@ def batch(seconds):
 
 
 def worker(Ts, anatomy_T):
-    """A warm worker's anatomy and copies: every pass 0.1 ms a call at every T (the scores steps
-    and both wholes at anatomy_T), 2 us a call on every fit shape, every copy at 20 GB/s."""
-    anatomy = {str(T): {step: batch(1e-4) for step in PASSES} for T in Ts}
-    anatomy[str(anatomy_T)].update({s: batch(1e-4) for s in ("scores/matmul", "scores/scale")})
+    """A warm worker's anatomy at anatomy_T (0.1 ms a scores step, 0.4 ms each op whole) and its
+    passes at every T: 0.1 ms a pass at T, 2 us in cache (on 64 rows) and on one row, 50 us a
+    copy of its bytes."""
+    anatomy = {str(anatomy_T): {s: batch(1e-4) for s in ("scores/matmul", "scores/scale")}}
     anatomy[str(anatomy_T)].update({s: batch(4e-4) for s in ("scores/whole", "softmax/whole")})
-    anatomy.update({f"{r}x{L}": {step: batch(2e-6) for step in PASSES} for r, L in perf.FIT_SHAPES})
-    copies = {str(b): [{"rate": 20.0, "canary_ratio": 1.0}] for T in Ts for step, b in
-              perf.pass_bytes(T, 64, 4).items() if step.startswith("softmax/")}
-    return {"anatomy": anatomy, "pass_copies": copies}
+    passes = {str(T): {"in_cache_rows": 64, "in_cache_bytes": 12 * T * 64, **{
+        p: {"at_T": 1e-4, "in_cache": 2e-6, "one_row": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
+        for T in Ts}
+    return {"anatomy": anatomy, "passes": passes}
 
 
 def levels(beta):

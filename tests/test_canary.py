@@ -79,8 +79,10 @@ def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones
 
 
 def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_path, monkeypatch):
-    # Only the first two batches of every ten run fast: eight of each worker's ten samples slow.
-    slow_windows(monkeypatch, lambda k: k % 10 not in (1, 2))
+    # Of each worker's ten samples only the first two run fast: eight slow. Its later batches
+    # (the passes' comparisons) run fast, so that its own reference sees the fast state: a
+    # process slow for all its life is slow_process's to catch, not this check's.
+    slow_windows(monkeypatch, lambda k: 2 < k <= 10)
     res = run(tmp_path, monkeypatch)
     assert res["sweep"][0]["samples_set_aside"] == 16
     cond = res["conditions"]

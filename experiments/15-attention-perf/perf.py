@@ -11,7 +11,7 @@ Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conduc
 is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
 what a sample is, sample_forwards; an op's time_s, summarize and pool_T; the bytes of every
 array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
-answers, analyse (the softmax's predicted time, softmax_model); the canary around each batch,
+answers, analyse (why the softmax is slow, softmax_pass_comparisons); the canary around each batch,
 watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
 """
 
@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -806,7 +807,7 @@ def anatomy_summary(anatomies, row, d_model, n_heads):
     whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
     T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
     at_T = [w[str(T)] for w in anatomies if str(T) in w]
-    out = {"T": T, "scores": {}, "softmax": {}, "shortest_batch_s": min(
+    out = {"T": T, "scores": {}, "shortest_batch_s": min(
         s["batch_s"] for w in anatomies for steps in w.values() for s in steps.values())}
     for name in at_T[0]:
         op, step = name.split("/")
@@ -816,7 +817,7 @@ def anatomy_summary(anatomies, row, d_model, n_heads):
             continue
         out[op][step] = {"median_s": secs, "bytes": n_bytes[name], "GBps": n_bytes[name] / secs
                          / 1e9, "passes_over_T2": round(n_bytes[name] / (4 * n_heads * T * T), 2)}
-    for op in ("scores", "softmax"):
+    for op in ("scores",):
         steps_s = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
         out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
         for s in out[op].values():
@@ -824,70 +825,62 @@ def anatomy_summary(anatomies, row, d_model, n_heads):
                      share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
         out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in out[op].values())
         out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
+    out["softmax_bytes_all_steps"] = sum(b for k, b in n_bytes.items() if k.startswith("softmax/"))
+    out["softmax_bytes_lab_model"] = row["ops"]["softmax"]["bytes"]
     return out
 
 
-def pass_costs(anatomies, pass_copies, n_heads):
-    """What the softmax model stands on, measured apart from the softmax's own times: per pass,
-    c0 + c_row rows + c_element elements fitted (least squares) to its seconds per call on the
-    FIT_SHAPES (the median of the workers' kept samples of each), what a call, a row and an
-    element cost while the data sit in L1; and one thread's copy GB/s at each working set. Each
-    input says how many batches it had and how many the canary saw slow."""
-    def median_of(batches, key):
-        return float(np.median([b[key] for b in kept_batches(batches)])), len(batches), sum(
-            map(slow, batches))
-    fits = {}
-    for p in PASSES:
-        points = [(n_heads * r, n_heads * r * L, *median_of([w[f"{r}x{L}"][f"softmax/{p}"]
-                                                             for w in anatomies
-                                                             if f"{r}x{L}" in w], "seconds"))
-                  for r, L in FIT_SHAPES if any(f"{r}x{L}" in w for w in anatomies)]
-        n_rows, n_elements, seconds = np.array([pt[:3] for pt in points]).T
-        c = np.linalg.lstsq(np.c_[np.ones(len(points)), n_rows, n_elements], seconds,
-                            rcond=None)[0]
-        fits[p] = {"per_call_s": float(c[0]), "per_row_s": float(c[1]),
-                   "per_element_s": float(c[2]),
-                   "points": [dict(zip(("rows", "elements", "seconds", "batches", "slow"), pt))
-                              for pt in points]}
-    copies = {int(b): median_of(sum((w[b] for w in pass_copies if b in w), []), "rate")
-              for b in {b for w in pass_copies for b in w}}
-    return {"fits": fits, "copy_GBps": {b: c[0] for b, c in sorted(copies.items())},
-            "copy_slow": sum(c[2] for c in copies.values()), "copy_batches": sum(
-                c[1] for c in copies.values())}
+def median_interval(values):
+    """The median of per-process values and its distribution-free interval: [median, lo, hi]."""
+    lo, hi, _ = quantile_interval(values, 0.5)
+    return [float(np.median(values)), lo, hi]
 
 
-def softmax_model(rows, anatomies, costs, d_model, n_heads):
-    """The softmax's time predicted at every T from pass_costs alone (never from its own times),
-    in the manner of the ECM model: per pass, a call, then its rows and elements in core
-    overlapped with its bytes at one thread's copy rate for its working set (predicted_s: the
-    larger of the two, fixed before any run); beside it the same terms summed, no overlap. Then
-    each pass and the whole against what was measured, and which rule the measurement sits near."""
+def pass_bound(in_cache, copy):
+    """Which cost a pass cannot beat, from the two intervals (median, lo, hi): "memory" when
+    moving its bytes (a copy of the same traffic) costs more than the same call in cache, the
+    intervals apart; "in-cache work" when the reverse; "unresolved" when they overlap."""
+    if copy[1] > in_cache[2]:
+        return "memory"
+    return "in-cache work" if in_cache[1] > copy[2] else "unresolved"
+
+
+def softmax_pass_comparisons(rows, warm, d_model, n_heads):
+    """Block E's why, from controlled comparisons of the softmax's six numpy passes, never from
+    the sweep's times: per T and pass, ns per element at that T, the same call on as many rows
+    as fit in cache, one thread's copy moving the pass's bytes, and what one call of one row
+    costs (us), each the median over the processes that timed it with its interval; the bound
+    pass_bound names. Beside (not an input): the sweep's softmax per element."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        sm, at_T = row["ops"]["softmax"], [w[str(T)] for w in anatomies if str(T) in w]
-        passes = {}
+        got = [w["passes"][str(T)] for w in warm if str(T) in w["passes"]]
+        if not got:
+            continue
+        n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
+        per = lambda p, kind, scale: median_interval(  # noqa: E731
+            [scale * g[p][kind] for g in got])
+        passes = []
         for p in PASSES:
-            fit, b = costs["fits"][p], n_bytes[f"softmax/{p}"]
-            call = fit["per_call_s"]
-            core = fit["per_row_s"] * n_heads * T + fit["per_element_s"] * n_heads * T * T
-            memory = b / costs["copy_GBps"][b] / 1e9
-            measured = [r["seconds"] for r in kept_batches([w[f"softmax/{p}"] for w in at_T])]
-            passes[p] = {"bytes": b, "copy_GBps": costs["copy_GBps"][b], "call_s": call,
-                         "core_s": core, "memory_s": memory, "predicted_s": call + max(
-                             core, memory), "predicted_no_overlap_s": call + core + memory,
-                         "measured_s": float(np.median(measured)) if measured else None}
-        summed = {k: sum(q[k] for q in passes.values()) for k in (
-            "call_s", "core_s", "memory_s", "predicted_s", "predicted_no_overlap_s")}
-        lo, hi = sm["time_s_interval"]
-        out.append({"T": T, **{k: summed[k] for k in ("predicted_s", "predicted_no_overlap_s")},
-                    "measured_s": sm["time_s"], "measured_interval": [lo, hi],
-                    "calls_s": summed["call_s"], "core_s": summed["core_s"],
-                    "memory_s": summed["memory_s"], "nearer_rule": min(
-                        ("overlapped", "predicted_s"), ("summed", "predicted_no_overlap_s"),
-                        key=lambda rule: abs(summed[rule[1]] - sm["time_s"]))[0],
-                    "unexplained_s": sm["time_s"] - summed["predicted_s"],
-                    "within_noise": lo <= summed["predicted_s"] <= hi, "passes": passes})
+            at, cache = per(p, "at_T", 1e9 / n_el), per(p, "in_cache", 1e9 / (rows_in * T))
+            copy = per(p, "copy", 1e9 / n_el)
+            passes.append({"pass": p, "bytes": n_bytes[f"softmax/{p}"],
+                           "ns_per_element": at[0], "ns_per_element_interval": at[1:],
+                           "in_cache_ns_per_element": cache[0],
+                           "in_cache_ns_per_element_interval": cache[1:],
+                           "copy_ns_per_element": copy[0], "copy_ns_per_element_interval": copy[1:],
+                           "one_row_call_us": per(p, "one_row", 1e6)[0],
+                           "bound": pass_bound(cache, copy)})
+        out.append({"T": T, "processes": len(got), "in_cache_rows": rows_in,
+                    "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
+                    "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
+                    "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
+        if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
+            f32, f64 = (per(k, "in_cache", 1e9 / (rows_in * T)) for k in ("exp", "exp_float64"))
+            out[-1]["exp_precision"] = {
+                "float32_ns_per_element": f32[0], "float32_interval": f32[1:],
+                "float64_ns_per_element": f64[0], "float64_interval": f64[1:],
+                "float64_over_float32": f64[0] / f32[0]}
     return out
 
 
@@ -895,8 +888,7 @@ def analyse(rows, cfg, ceilings, warm, windows):
     """Block E's numbers; at anatomy_T (KEYED_T, else the largest T): the anatomy, Phase 27."""
     by_T = {r["T"]: r for r in rows}
     focus, d, h = by_T[cfg["anatomy_T"]], cfg["d_model"], cfg["n_heads"]
-    anatomy = [w["anatomy"] for w in warm]
-    costs = pass_costs(anatomy, [w["pass_copies"] for w in warm], h)
+    anatomy = [w["anatomy"] for w in warm if w["anatomy"]]
     out = {"ridge_intensity": ceilings["ridge"],
            "expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
@@ -905,8 +897,7 @@ def analyse(rows, cfg, ceilings, warm, windows):
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
            "anatomy": anatomy_summary(anatomy, focus, d, h),
-           "pass_costs": costs,
-           "softmax_model": softmax_model(rows, anatomy, costs, d, h),
+           "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
            "threading_windows": windows,
            "unstable": [f"T={T} {k} {r['ops'][k]['interval_ratio']:.2f}x" for T, r in by_T.items()
                         for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
@@ -1053,7 +1044,9 @@ TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of it
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
 # whose canary, read before and after it, ran slow is set aside from the figures.
 CANARY_REFERENCE = 0.10   # a process's fast state: this quantile of its own canary readings
-CANARY_SLOW = 1.15        # a batch is slow when a canary part took this much over its reference
+CANARY_SLOW = 1.25        # a batch is slow when a canary part took this much over its reference:
+                          # above the BLAS part's own after-effect of the T before it (up to
+                          # x1.17 around quiet small-T samples, measured)
 SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
                           # the 25th percentile still rests on as many as in a run that sets none
 
@@ -1341,8 +1334,10 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 
 def canary_reference(readings):
-    """Per part, the CANARY_REFERENCE quantile of a process's readings: its own fast state (a
-    process keeps its layout, and so its canary's speed, for its life)."""
+    """Per part, the CANARY_REFERENCE quantile of a process's readings around its samples: its
+    own fast state (a process keeps its layout, and so its canary's speed, for its life). Not
+    the readings after the passes' small batches or the anatomy's: the canary runs faster there,
+    its data still warm, and would make the samples' readings look slow."""
     return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
             for part in readings[0]}
 
@@ -1509,15 +1504,12 @@ def combine_ceilings(rates_by_worker, spec):
 
 
 # ----------------------------------------------------------------------------------------------
-# The anatomy's timing, and what the softmax model stands on (Block E's second answer): scores
-# and the softmax pass by pass at the sweep's T; the same passes on tiny arrays (what a call
-# costs); a copy at each pass's own working set (what its bytes cost). The passes' times at the
-# sweep's T test the model; they are never its inputs (softmax_model, in Block E).
+# The anatomy's timing: scores step by step and each op whole at anatomy_T; and the softmax's
+# six passes at each T, each beside the same call in cache, one row's call, and a copy of the
+# pass's bytes (Block E's why: controlled comparisons, never inputs to the figures they test).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
-FIT_SHAPES = ((4, 16), (4, 64), (32, 16), (2, 256))  # (rows a head, row length): arrays <= 8 KiB,
-                                                     # three at a time in L1; rows and elements
-                                                     # vary apart (c0, c_row, c_element)
+PASS_MIN_TIME = 0.01      # each batch of the passes' comparisons lasts this long at least
 PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -1568,34 +1560,47 @@ def anatomy_steps(x, mha, mask):
 
 
 def time_anatomy(task, mha, canary):
-    """One sample of each step at each of the task's T (all at anatomy_T, the softmax's passes
-    elsewhere), and of each pass on the task's FIT_SHAPES, each after one untimed call: seconds
-    per call, with its canary."""
+    """One sample of each scores step and each op whole at anatomy_T, after one untimed call:
+    seconds per call, with its canary."""
     def one(fn):
         fn()
         n, batch_s, pair = watched(fn, task["min_time"], canary)
         return {"seconds": batch_s / n, "batch_s": batch_s, "canary_pair": pair}
-    out = {str(T): {name: one(fn) for name, fn in anatomy_steps(
+    T = task["anatomy_T"]
+    return {str(T): {name: one(fn) for name, fn in anatomy_steps(
         make_input(T, mha, task["seed"]), mha, causal_mask(T)).items()
-        if T == task["anatomy_T"] or name.startswith("softmax/") and not name.endswith("whole")}
-        for T in task["anatomy_Ts"]}
-    rng = np.random.default_rng(task["seed"])
-    for rows, length in task["fit_shapes"]:
-        S = rng.standard_normal((task["n_heads"], rows, length)).astype(np.float32)
-        mask = np.triu(np.full((rows, length), -np.inf, np.float32), 1 + max(0, length - rows))
-        calls = softmax_passes(S, mask)[0]  # a causal mask's last rows: every row sees a key
-        out[f"{rows}x{length}"] = {f"softmax/{p}": one(fn) for p, fn in calls.items()}
+        if name.startswith("scores/") or name.endswith("whole")}}
+
+
+def time_softmax_passes(task, mha, canary):
+    """At each of the task's T, each pass of the softmax on the forward's real data (at_T); on
+    as many of its rows (spread over heads and positions) as fit in_cache_bytes with every array
+    the widest pass touches (in_cache); on one row (one_row); and one thread's copy of the
+    pass's bytes (copy): seconds per call, each after one untimed call, batches of
+    PASS_MIN_TIME. At KEYED_T, exp on the in-cache rows in float64 too."""
+    def one(fn):
+        fn()
+        n, batch_s, _ = watched(fn, PASS_MIN_TIME, canary)
+        return batch_s / n
+    out = {}
+    for T in task["pass_Ts"]:
+        x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+        S = scores(*qkv_proj(x, mha)[:2], mha.n_heads)
+        rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
+        pick = np.linspace(0, S.size // T - 1, rows).astype(int)
+        S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+        at, cache, row = (softmax_passes(a, b)[0] for a, b in (
+            (S, mask), (S2, mask2), (S2[:1], mask2[:1])))
+        n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
+        rec = out[str(T)] = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+        for p in PASSES:
+            src, dst = copy_buffers(n_bytes[f"softmax/{p}"])
+            rec[p] = {"at_T": one(at[p]), "in_cache": one(cache[p]), "one_row": one(row[p]),
+                      "copy": one(lambda: np.copyto(dst, src))}
+        if T == KEYED_T:
+            D64 = softmax_passes(S2, mask2)[1][2].astype(np.float64)
+            rec["exp_float64"] = {"in_cache": one(lambda: np.exp(D64))}
     return out
-
-
-def time_pass_copies(task, canary):
-    """One thread's copy at each working set of the task's list: GB/s, with its canary."""
-    def one(nbytes):
-        src, dst = copy_buffers(nbytes)
-        np.copyto(dst, src)
-        n, batch_s, pair = watched(lambda: np.copyto(dst, src), task["min_time"], canary)
-        return [{"rate": nbytes * n / batch_s / 1e9, "canary_pair": pair}]
-    return {str(nbytes): one(nbytes) for nbytes in task["pass_copy_bytes"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1618,7 +1623,7 @@ def keep_heap():
 
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "anatomy_T",
-             "anatomy_Ts", "fit_shapes", "pass_copy_bytes", "ceiling_spec")
+             "anatomy", "pass_Ts", "in_cache_bytes", "ceiling_spec")
 
 
 def worker_job(task):
@@ -1632,14 +1637,16 @@ def worker_job(task):
         gc.disable()
         try:
             sampled = take_samples(task, mha, canary)
-            anatomy = time_anatomy(task, mha, canary)
-            pass_copies = time_pass_copies(task, canary)
+            around_samples = len(canary["readings"])  # the readings a process's reference uses
+            anatomy = task["anatomy"] and time_anatomy(task, mha, canary)
+            passes = time_softmax_passes(task, mha, canary)
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "anatomy": anatomy, "pass_copies": pass_copies, "ceiling_rates": rates,
-            "canary_readings": canary["readings"], "heap": heap, "blas_threads": ran,
+    return {**sampled, "anatomy": anatomy, "passes": passes, "ceiling_rates": rates,
+            "canary_readings": canary["readings"][:around_samples], "heap": heap,
+            "blas_threads": ran,
             "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
             "peak_rss_MiB": peak_rss_MiB()}
 
@@ -1719,27 +1726,21 @@ def make_plan(args, hardware, threads):
             "cache_reps": math.ceil(prof["cache_repeats"] / kernel),
             "matmul_n": prof["matmul_n"]}
     anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
-    other_Ts = [T for T in args.T if T != anatomy_T] or [anatomy_T]
-    copy_sizes = sorted({b for T in args.T for step, b in pass_bytes(
-        T, args.d_model, args.n_heads).items() if step.startswith("softmax/")})  # each pass's
+    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["limit"], "anatomy_T": anatomy_T}
+            "min_time": args.min_time, "threads_limit": threads["limit"], "anatomy_T": anatomy_T,
+            "in_cache_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-            "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
-            "one_thread_rounds": [], "anatomy_Ts": [], "fit_shapes": [], "pass_copy_bytes": [],
-            "ceiling_spec": None}
+                 "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
+                 "one_thread_rounds": [], "anatomy": False, "pass_Ts": [], "ceiling_spec": None}
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec if i < kernel else None,
-             "pass_copy_bytes": deal(copy_sizes, i, n_warm),
-             "anatomy_Ts": sorted(({anatomy_T} if i < kernel else set())
-                                  | set(deal(other_Ts, i, n_warm))),
-             "fit_shapes": list(dict.fromkeys(deal(FIT_SHAPES * 2, i, n_warm)))}
-            for i in range(n_warm)]  # each fit shape by two workers, where there are two: one
-    # slow batch does not decide a cost the model rests on where the other is kept
+             "ceiling_spec": spec if i < kernel else None, "anatomy": i < kernel,
+             "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
+            for i in range(n_warm)]  # each T's passes timed by every second warm worker
     n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
-                               + len(one_thread)) + 36 + \
-        len(copy_sizes) + spec["reps"] * 3 * (len(spec["levels"]) + 1)  # samples, passes, copies
+                               + len(one_thread)) + 4 + spec["reps"] * 3 * (
+        len(spec["levels"]) + 1) + len(args.T) * 25 * PASS_MIN_TIME / args.min_time
     return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
             "one_thread_rounds": one_thread,
             "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
@@ -2253,7 +2254,13 @@ def main(argv=None):
     return code
 
 
+def interrupted(signum, frame):
+    """A kill (SIGTERM) ends a run as Ctrl-C does: the worker is killed and reaped, nothing left."""
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, interrupted)
     try:
         sys.exit(main())
     except BrokenPipeError:  # `perf.py | head`: the reader left early; the files are written

@@ -1,0 +1,59 @@
+"""Block E's why by hand: the softmax's passes compared with the same call in cache and with a
+copy of the same bytes, each a median over the processes with its interval, the bound named by
+a rule that could have come out either way, and nothing read from the sweep's times."""
+import copy
+
+import pytest
+
+import perf
+
+
+def workers(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4, rows=64):
+    """Five warm processes that timed the passes at T: every pass `at[i]` s a call at T in
+    process i, `in_cache` s on `rows` rows, `copy_s` for its bytes' copy, 1 us on one row."""
+    out = []
+    for a in at:
+        rec = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+        rec.update({p: {"at_T": a, "in_cache": in_cache, "one_row": 1e-6, "copy": copy_s}
+                    for p in perf.PASSES})
+        rec["exp_float64"] = {"in_cache": 2 * in_cache}
+        out.append({"passes": {str(T): copy.deepcopy(rec)}})
+    return out
+
+
+def row(T=512, time_s=3e-3):
+    return {"T": T, "ops": {"softmax": {"time_s": time_s}}}
+
+
+def test_each_cost_is_the_median_over_the_processes_with_its_interval():
+    (e,) = perf.softmax_pass_comparisons([row()], workers(), 64, 4)
+    n = 4 * 512 * 512  # elements of the (h, T, T) array
+    exp = next(p for p in e["passes"] if p["pass"] == "exp")
+    # At T: the median of 4..8e-4 s over n elements; five processes: the full range, 93.75 %.
+    assert exp["ns_per_element"] == pytest.approx(6e-4 / n * 1e9)
+    assert exp["ns_per_element_interval"] == pytest.approx([4e-4 / n * 1e9, 8e-4 / n * 1e9])
+    # In cache: 2e-5 s over 64 rows of 512; the copy: 2e-4 s over the n elements of the pass.
+    assert exp["in_cache_ns_per_element"] == pytest.approx(2e-5 / (64 * 512) * 1e9)
+    assert exp["copy_ns_per_element"] == pytest.approx(2e-4 / n * 1e9)
+    assert exp["one_row_call_us"] == pytest.approx(1.0)
+    assert e["processes"] == 5 and e["in_cache_rows"] == 64
+    # float64's exp in cache at twice float32's time: x2.
+    assert e["exp_precision"]["float64_over_float32"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("in_cache,copy_s,bound", [
+    (2e-5, 2e-4, "in-cache work"),  # 0.61 ns in cache against 0.19 ns for the bytes
+    (2e-6, 2e-4, "memory"),         # 0.061 ns in cache against 0.19
+    (6.25e-6, 2e-4, "unresolved")])  # in cache 0.19 ns: the two costs meet
+def test_the_bound_is_the_larger_cost_when_the_intervals_part(in_cache, copy_s, bound):
+    w = workers(in_cache=in_cache, copy_s=copy_s)
+    w[0]["passes"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
+    (e,) = perf.softmax_pass_comparisons([row()], w, 64, 4)
+    assert {p["bound"] for p in e["passes"] if p["pass"] == "exp"} == {bound}
+
+
+def test_the_comparisons_never_read_the_sweep_s_times():
+    a = perf.softmax_pass_comparisons([row(time_s=3e-3)], workers(), 64, 4)[0]
+    b = perf.softmax_pass_comparisons([row(time_s=9e-3)], workers(), 64, 4)[0]
+    assert a["passes"] == b["passes"]
+    assert b["sweep_softmax_ns_per_element"] == pytest.approx(3 * a["sweep_softmax_ns_per_element"])
