@@ -55,6 +55,9 @@ def parse_args(argv):
                    help="seconds of forwards per T in a batch (default 0.05)")
     p.add_argument("--threads", type=int, default=None,
                    help="BLAS threads of the workers (default: as the environment sets them)")
+    p.add_argument("--pause", type=float, default=0.3,
+                   help="seconds between turns, so that the waiting process's BLAS threads "
+                        "stop spinning before the other measures (default 0.3)")
     p.add_argument("--out", help="write every batch and the summary as JSON to this file")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -142,6 +145,7 @@ def run_pair(args, seconds, procs):
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline or not batches[0]:
         for p, got in zip(pair, batches):  # A then B: both always have as many batches
+            time.sleep(args.pause)  # the other's BLAS threads stop spinning and sleep first
             got.append(ask(p, "batch"))
     for p in pair:
         p.stdin.write("quit\n")
