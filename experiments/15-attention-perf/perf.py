@@ -184,8 +184,8 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block B: what a sample is, a worker's samples, and the sweep: each T's row pooled from all the
-# warm workers' samples that the canary kept.
+# Block B: what a sample is, a worker's samples, and the sweep: each T's row from the warm
+# processes' own estimates (each from the samples the canary kept), the process the unit.
 
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
@@ -482,7 +482,7 @@ def plot_perf(res):
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
-    the one byte model that the costs, the working sets, the anatomy, the softmax model, the
+    the one byte model that the costs, the working sets, the anatomy, the softmax's passes, the
     laptop's figures and the memory estimate read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
@@ -802,9 +802,10 @@ def threading_windows(Ts, warm):
 
 
 def anatomy_summary(anatomies, row, d_model, n_heads):
-    """The anatomy at row's T, a sample per worker: each step's median time (of the kept), GB/s,
-    share of the steps and of the op's time_s in the forward (`share_of_forward`), and the op
-    whole, alone; shortest_batch_s over every anatomy batch of the run (each T, each shape)."""
+    """Scores taken apart at row's T, a sample per worker that timed it: each step's median time
+    (of the kept), GB/s, share of the steps and of the op's time_s in the forward
+    (`share_of_forward`), and each op whole, alone; shortest_batch_s over every anatomy batch;
+    the softmax's bytes, its passes' (pass_bytes) against the lab's count."""
     T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
     at_T = [w[str(T)] for w in anatomies if str(T) in w]
     out = {"T": T, "scores": {}, "shortest_batch_s": min(
