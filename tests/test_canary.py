@@ -120,7 +120,7 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
         factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then warm 1, warm 2
 
         def read():
-            return {"compute": factor * FAST["compute"], "blas": FAST["blas"]}
+            return {part: factor * t for part, t in FAST.items()}  # a clock slows both parts
         first = read()
         return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
     monkeypatch.setattr(perf, "make_canary", make_canary)
@@ -129,8 +129,9 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
     check = res["conditions"]["checks"]["clock_drop"]
     assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
-    assert reason.startswith("the canary's one-thread compute took 40.0 us in the first warm "
-                             "worker and 60.0 us in the last (speed -33%)")
+    assert reason.startswith("the canary took 40.0 us (compute) in the first warm worker and "
+                             "60.0 in the last and 60.0 us (blas) in the first warm worker and "
+                             "90.0 in the last (speed -33%)")
 
 
 def whole_worker(monkeypatch, factors):
@@ -160,16 +161,17 @@ def test_a_slow_period_covering_one_whole_worker_disturbs_the_run(tmp_path, monk
     failed = {f["check"]: f for f in res["conditions"]["failed"]}
     assert res["conditions"]["verdict"] == "disturbed"
     assert failed["slow_process"]["reason"].startswith(
-        "warm 2's canary (one thread's exp) ran 2.00x the warm processes' median")
+        "both parts of warm 2's canary ran at least 2.00x the warm processes' median")
 
 
 def test_two_processes_in_two_layout_states_are_no_clock_drop_and_no_slow_period(
         tmp_path, monkeypatch):
-    # Two warm processes whose BLAS part differs x1.15 for their whole lives (each its own memory
-    # layout), the one-thread compute part alike: neither the clock check nor the slow-period
-    # check fails, and no sample is set aside (each process judged against its own fast state).
-    whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}])
-    res = run(tmp_path, monkeypatch, ["--workers", "2"])
+    # Three warm processes; one's BLAS part x1.15 for its whole life, another's compute part
+    # x1.3 (each its own memory layout, as measured on the reference's host): neither the clock
+    # check nor the slow-period check fails, and no sample is set aside (each process judged
+    # against its own fast state).
+    whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"compute": 1.3}])
+    res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     checks = res["conditions"]["checks"]
     assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])

@@ -14,10 +14,16 @@ import bindings
 import rebind
 from conftest import EXP, copy_checkout
 
-OTHER = EXP.parent.parent / "tests" / "data" / "other-run"
+DATA = EXP.parent.parent / "tests" / "data"
 
 
-def test_rebind_on_another_real_run_leaves_every_figure_test_passing(tmp_path):
+@pytest.mark.parametrize("other", ["other-run", "laptop-run", "threshold-run"])
+def test_rebind_on_another_real_run_leaves_every_figure_test_passing(tmp_path, other):
+    """Short real runs of the same perf.py: other-run as it measures; laptop-run with --roofline
+    tests/data/laptop-roofline.json, the curriculum's laptop figures, whose ridge lies above d_k/2
+    (no threshold T for scores and av); threshold-run with tests/data/threshold-roofline.json,
+    whose ridge lies below it (a threshold T): Q1's answer re-binds either way."""
+    OTHER = DATA / other
     dest = tmp_path / "repo"
     env = copy_checkout(dest)
     if env is None:
