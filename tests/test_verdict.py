@@ -174,3 +174,25 @@ def test_a_governor_that_changes_mid_run_is_disturbed():
     v = verdict(a=perf.clock_checks(QUIET_FREQ, {"governor": "powersave", "turbo": "on"}, []))
     assert reasons(v) == ["the CPU governor/turbo changed during the run: performance/on -> "
                           "powersave/on"]
+
+
+def test_two_layout_states_are_named_in_the_verdict_quiet_or_not():
+    """Ten processes' estimates of scores, six at 0.70 ms and four at 0.84: an interval x1.2 wide,
+    within SPREAD_LIMIT, so processes_agree passes, and its basis names the two states; past the
+    limit it fails, naming them in its reason."""
+    est = [0.70e-3] * 6 + [0.84e-3] * 4
+    ops = {k: {"time_share": 0.01, "interval_ratio": 1.0, "worker_times": [1.0] * 10}
+           for k in perf.OPS}
+    ops["scores"] = {"time_share": 0.3, "interval_ratio": 0.84 / 0.70, "worker_times": est,
+                     "time_s_interval": [0.70e-3, 0.84e-3]}
+    rows = [{"T": 512, "samples_set_aside": 0, "sample_count": 60, "set_aside_by_canary_part": {},
+             "ops": ops}]
+    warm = [{"canary_reference": {"compute": 30e-6, "blas": 60e-6}}] * 10
+    v = verdict(a=perf.repeatability_checks(rows, warm))
+    assert v["verdict"] == "quiet"
+    assert v["checks"]["processes_agree"]["basis"] == (
+        "scores at T = 512: two states, 0.700 ms in 6 processes and 0.840 ms in 4 (a process "
+        "keeps its memory layout for its life)")
+    ops["scores"]["interval_ratio"] = 1.5
+    v = verdict(a=perf.repeatability_checks(rows, warm))
+    assert "two states, 0.700 ms in 6 processes and 0.840 ms in 4" in reasons(v)[0]

@@ -1893,6 +1893,9 @@ def repeatability_checks(rows, warm):
                        if r["ops"][k]["time_share"] >= MATERIAL_SHARE)
     o = next(r for r in rows if r["T"] == T)["ops"][op]
     states = two_states(o["worker_times"])
+    named = states and "{} at T = {}: two states, {:.3f} ms in {} processes and {:.3f} ms in {}" \
+        " (a process keeps its memory layout for its life)".format(
+            op, T, 1e3 * states[0][0], states[0][1], 1e3 * states[1][0], states[1][1])
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
                 f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
@@ -1907,12 +1910,10 @@ def repeatability_checks(rows, warm):
             "processes_agree": make_check(
                 width, SPREAD_LIMIT, f"the warm processes put {op} at T = {T} anywhere in "
                 f"{1e3 * o['time_s_interval'][0]:.3f}-{1e3 * o['time_s_interval'][1]:.3f} ms, "
-                f"{width:.2f}x wide (limit {SPREAD_LIMIT})" + (
-                    ": two states, {:.3f} ms in {} processes and {:.3f} ms in {}".format(
-                        1e3 * states[0][0], states[0][1], 1e3 * states[1][0], states[1][1])
-                    + " (a process keeps its memory layout for its life)" if states else "")
+                f"{width:.2f}x wide (limit {SPREAD_LIMIT})" + (f"; {named}" if named else "")
                 + ": the next run's figure may lie anywhere in it", "quote the interval beside "
-                "the figure, and set runs side by side with --compare", "quote the interval")}
+                "the figure, and set runs side by side with --compare", "quote the interval",
+                basis=named or None)}  # the states are named, quiet or not
 
 
 def cooperation_checks(windows, threads_ran):
