@@ -29,8 +29,8 @@ TS = (64, 128, 256, 512)
 
 
 def fail(message):
-    """argparse's errors and ours: one line on stderr, exit status 2."""
-    print(f"literal.py: error: {message}", file=sys.stderr)
+    """argparse's errors and ours: one line on stderr, exit status 2 (process_state.py too)."""
+    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -52,7 +52,7 @@ def parse_args(argv):
 
 
 def measurement(x, mha, mask, min_time):
-    """Timed forwards back to back until min_time has passed: per op, summed time / n."""
+    """Timed forwards back to back until min_time has passed: (per op, summed time / n; n)."""
     sums, n, t0 = dict.fromkeys(perf.OPS, 0.0), 0, time.perf_counter()
     while True:
         times = perf.attention_forward_timed(x, mha, mask)
@@ -60,13 +60,13 @@ def measurement(x, mha, mask, min_time):
             sums[op] += times[op]
         n += 1
         if time.perf_counter() - t0 >= min_time:
-            return {op: s / n for op, s in sums.items()}
+            return {op: s / n for op, s in sums.items()}, n
 
 
 def measure_T(T, mha, measurements, min_time):
     x, mask = perf.make_input(T, mha, seed=0), perf.causal_mask(T)
     perf.attention_forward(x, mha, mask)  # the untimed warm-up forward
-    got = [measurement(x, mha, mask, min_time) for _ in range(measurements)]
+    got = [measurement(x, mha, mask, min_time)[0] for _ in range(measurements)]
     per_op = {op: np.array([m[op] for m in got]) for op in perf.OPS}
     mean = {op: float(v.mean()) for op, v in per_op.items()}
     forward = sum(mean.values())

@@ -32,17 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from literal import fail, measurement  # one-line errors; a measurement of the lab's
+
 EXP = Path(__file__).resolve().parents[2] / "experiments" / "15-attention-perf"
 TS = (256, 512)
 SHOWN = [(T, op) for T in (512, 256) for op in ("scores", "softmax", "av")]
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-
-def fail(message):
-    """argparse's errors and ours: one line on stderr, exit status 2."""
-    print(f"process_state.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def parse_args(argv):
@@ -94,14 +90,7 @@ def child(min_time):
         sys.stdout.flush()
 
     def per_op(x, mask):
-        sums, n, t0 = dict.fromkeys(perf.OPS, 0.0), 0, time.perf_counter()
-        while True:
-            times = perf.attention_forward_timed(x, mha, mask)
-            for op in perf.OPS:
-                sums[op] += times[op]
-            n += 1
-            if time.perf_counter() - t0 >= min_time:
-                return {op: s / n for op, s in sums.items()}, n
+        return measurement(x, mha, mask, min_time)
 
     say({"ready": True, "pid": os.getpid(), "heap": heap})
     for batch, line in enumerate(sys.stdin):
