@@ -1,5 +1,8 @@
-"""Re-binds the write-up to a fresh run. From the repository's root, after a new run has replaced
-the committed results.json, manifest.json (and reruns.json):
+"""Re-binds the write-up to a fresh run. A re-measure after a change to perf.py, from the
+repository's root: twelve fresh default runs, one after another, into runs/rerun_01 …
+runs/rerun_12; `python tests/rebind.py --reruns runs/rerun_??` (reruns.json); one default run
+into the lab's folder, committed unedited after this script has run; then, with the new
+results.json, manifest.json and reruns.json in place of the committed ones:
 
     python tests/rebind.py
 
@@ -99,13 +102,20 @@ def rebind_document(name, table, old, new, report):
 
 def rerun_digest(r, m):
     """What the write-up compares across runs: the manifest, and from results.json each answer's
-    figures, the classes, the threads, the model, the heap and the copies."""
+    figures, the classes, the processes' spread, the softmax's passes, the threads, the heap and
+    the copies."""
     at = {x["T"]: x for x in r["sweep"]}
     a = r["analysis"]
     return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
                                                                   "model", "physical_cores")},
             "forward_s": {T: x["forward_s"] for T, x in at.items()},
             "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
+            "time_s_interval": {T: {k: x["ops"][k]["time_s_interval"] for k in OPS}
+                                for T, x in at.items()},
+            "worker_times": {T: {k: x["ops"][k]["worker_times"] for k in OPS}
+                             for T, x in at.items()},
+            "between_process_rsd": {T: {k: x["ops"][k]["between_process_rsd"] for k in OPS}
+                                    for T, x in at.items()},
             "time_share": {T: {k: x["ops"][k]["time_share"] for k in OPS} for T, x in at.items()},
             "bound": {k: [at[T]["ops"][k]["bound"] for T in at] for k in OPS},
             "level_bound": {k: [at[T]["ops"][k]["level_bound"] for T in at] for k in OPS},
@@ -114,13 +124,14 @@ def rerun_digest(r, m):
             "expected_observations_held": [o["held"] for o in a["expected_observations"]],
             "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
             "softmax_at_T_512": a.get("softmax_at_T_512"),
-            "softmax_model": [{k: v for k, v in x.items() if k != "passes"}
-                              for x in a["softmax_model"]],
-            "per_element_s": {p: f["per_element_s"] for p, f in a["pass_costs"]["fits"].items()},
-            "anatomy_share": {k: v["share"] for k, v in a["anatomy"]["softmax"].items()},
+            "softmax_passes": [{**{k: v for k, v in x.items() if k != "passes"}, "passes": {
+                p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
+                                              "copy_ns_per_element", "bound")}
+                for p in x["passes"]}} for x in a["softmax_passes"]],
             "threads_over_one": {w["T"]: w["threads_over_one"] for w in a["threading_windows"]},
             "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
-                                      x["page_faults_per_forward"]} for x in r["sweep_default_heap"]},
+                                      x["page_faults_per_forward"]}
+                             for x in r["sweep_default_heap"]},
             "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_bound",
                                                   "plateau", "past_llc")}
                        for n, lv in r["ceilings"]["levels"].items()},
