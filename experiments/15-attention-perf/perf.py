@@ -1508,7 +1508,8 @@ def combine_ceilings(rates_by_worker, spec):
 # ----------------------------------------------------------------------------------------------
 # The anatomy's timing: scores step by step and each op whole at anatomy_T; and the softmax's
 # six passes at each T, each beside the same call in cache, one row's call, and a copy of the
-# pass's bytes (Block E's why: controlled comparisons, never inputs to the figures they test).
+# pass's bytes (why the softmax is slow: controlled comparisons, never inputs to the figures they
+# test).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
 PASS_MIN_TIME = 0.01      # each batch of the passes' comparisons lasts this long at least
