@@ -132,9 +132,9 @@ def bounds_at_512(r):
     counts = {}
     for p in SP(r, 512)["passes"]:
         counts.setdefault(p["bound"], []).append(p["pass"])
-    said = {"in-cache work": "by their work in cache", "memory": "by their bytes",
-            "unresolved": "unresolved"}
-    return word_list(f"{word_list(ps)} {said[b]}" for b, ps in counts.items())
+    said = {"in-cache work": "by {} work in cache", "memory": "by {} bytes", "unresolved": "unresolved"}
+    return word_list(f"{word_list(ps)} " + said[b].format("its" if len(ps) == 1 else "their")
+                     for b, ps in counts.items())
 
 
 def SHARE(r, T, kind):
@@ -152,8 +152,8 @@ def PROJ(r):
     return op(r, 64, "qkv_proj")["time_s"] + op(r, 64, "out_proj")["time_s"]
 
 
-def sum_gap(e):
-    return abs(e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"] - 1)
+def PASS_RATIO(e):
+    return e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"]
 
 
 def dearest(r, T):
@@ -268,10 +268,11 @@ LAB = [
     ("median over **{}** processes", lambda r, m: WORDS[SP(r, 512)["processes"]]),
     *(pass_row(p) for p in perf.PASSES),
     ("their sum, **{}** ns per element", lambda r, m: num(SP(r, 512)["passes_ns_per_element"], 2)),
-    ("is within **{} %** of the sweep's", lambda r, m: at_most(100 * sum_gap(SP(r, 512)), 0)),
+    ("is **{} %** of the sweep's", lambda r, m: pct(PASS_RATIO(SP(r, 512)))),
     ("softmax (**{}**), and", lambda r, m: num(SP(r, 512)["sweep_softmax_ns_per_element"], 2)),
-    ("and within **{} %** at every T.", lambda r, m: at_most(100 * max(
-        sum_gap(e) for e in r["analysis"]["softmax_passes"]), 0)),
+    ("and **{} %** at every T.", lambda r, m: "{}** to **{}".format(
+        at_least(100 * min(map(PASS_RATIO, r["analysis"]["softmax_passes"])), 0),
+        at_most(100 * max(map(PASS_RATIO, r["analysis"]["softmax_passes"])), 0))),
     ("at T = 512, {}.", lambda r, m: bounds_at_512(r)),
     ("passes' bytes come to **{} %** of their time", lambda r, m: pct(SHARE(r, 64, "copy"), 0)),
     ("the same calls in cache to **{} %**", lambda r, m: pct(SHARE(r, 64, "in_cache"), 0)),
@@ -347,12 +348,12 @@ LAB = [
     ("the hatched bars' **{}** samples per T", lambda r, m: str(r["config"]["default_heap_samples"])),
     ("covering **{} %** of this run's", lambda r, m: pct(op(r, 512, "scores")["interval_coverage"])),
     ("ran over {} times its own", lambda r, m: str(r["canary"]["slow_ratio"])),
-    ("percentile): here {} of the", lambda r, m: "**{}**, **{}**, **{}** and **{}**".format(
+    ("fast state: here {} of the", lambda r, m: "**{}**, **{}**, **{}** and **{}**".format(
         *(ASIDE(r, T) for T in TS))),
     ("of the {} samples at T = 64", lambda r, m: str(r["config"]["samples_per_T"])),
     ("It cost at most **{} %**", lambda r, m: at_most(
         100 * max(x["canary_cost"] for x in r["sweep"]), 2)),
-    ("every second round): **{} %** at T = 512", lambda r, m: pct(row(r, 512)["instrumentation_overhead"], 2)),
+    ("untimed forwards): **{} %** at T = 512", lambda r, m: pct(row(r, 512)["instrumentation_overhead"], 2)),
     ("(95 % interval **{}** to", lambda r, m: pct(row(r, 512)["instrumentation_overhead_ci95"][0], 2)),
     ("to **{} %**); ", lambda r, m: pct(row(r, 512)["instrumentation_overhead_ci95"][1], 2)),
     ("%**); {}.", lambda r, m: timers(r)),
@@ -466,7 +467,7 @@ LAB_BYTES = lambda r: AN(r)["softmax_bytes_all_steps"] / AN(r)["softmax_bytes_la
 NO_THRESHOLD = lambda r: (THR(r)["T_threshold"] is None  # noqa: E731
                           and not any(op(r, T, k)["bound"] == "compute" for T in TS for k in ("scores", "av")))
 ALL_PASSES = lambda r, pred: all(pred(p) for e in r["analysis"]["softmax_passes"] for p in e["passes"])  # noqa
-PASSES_ADD_UP = lambda r: all(sum_gap(e) <= 0.1 for e in r["analysis"]["softmax_passes"])  # noqa: E731
+PASSES_ADD_UP = lambda r: all(0.75 <= PASS_RATIO(e) <= 1.1 for e in r["analysis"]["softmax_passes"])  # noqa
 AT_LEAST_BOTH = lambda r, T: all(  # noqa: E731
     p["ns_per_element"] >= max(p["copy_ns_per_element"], p["in_cache_ns_per_element"])
     for p in SP(r, T)["passes"])
@@ -492,7 +493,9 @@ CLAIMS = [
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     # question 2: the comparisons, each a test that could have come out the other way
     (LABR, "naive numpy's six passes move", lambda r, m: LAB_BYTES(r) > 1),
-    (LABR, "The passes are the softmax", lambda r, m: PASSES_ADD_UP(r)),
+    (LABR, "The passes are most of the softmax", lambda r, m: PASSES_ADD_UP(r)),
+    (LABR, "Why timed alone they come out below it is not measured here",
+     lambda r, m: all(PASS_RATIO(e) < 1 for e in r["analysis"]["softmax_passes"])),
     (LABR, "where every row fits in cache", lambda r, m: SP(r, 64)["in_cache_rows"] == 4 * 64),
     (LABR, "the work in numpy's loops dominates",
      lambda r, m: SHARE(r, 64, "copy") < 0.25 and SHARE(r, 64, "in_cache") > 0.8),
@@ -572,7 +575,7 @@ CLAIMS = [
     (REP, "for its life", lambda r, m: WITHIN_BELOW_BETWEEN(r)),
     (REP, "The softmax, scores and av are memory-bound at every T (no threshold",
      lambda r, m: NO_THRESHOLD(r) and ALL_T(r, ("softmax",), "memory")),
-    (REP, "its six numpy passes add up to it, and at T = 512 each costs at least both a copy of its bytes and its work in cache",
+    (REP, "its six numpy passes make up most of it, and at T = 512 each costs at least both a copy of its bytes and its work in cache",
      lambda r, m: PASSES_ADD_UP(r) and AT_LEAST_BOTH(r, 512)),
     (REP, "numpy's float32 exp is vectorised here", lambda r, m: EXP_VECTORISED(r)),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
@@ -584,8 +587,7 @@ CLAIMS = [
      lambda r, m: op(r, 64, "softmax")["time_s"] > op(r, 64, "qkv_proj")["time_s"]),
     (SOL, "differ by a few percent at most",
      lambda r, m: all(abs(x["instrumentation_overhead"]) <= 0.05 for x in r["sweep"])),
-    (SOL, "across twelve consecutive quiet runs of the reference",
-     lambda r, m: len(RERUNS) == 12 and R_ALL(lambda x: x["conditions_verdict"] == "quiet")),
+    (SOL, "across twelve consecutive runs of the reference", lambda r, m: len(RERUNS) == 12),
     (SOL, "past three quarters at any T it calls the run disturbed", lambda r, m: perf.SET_ASIDE_LIMIT == 0.75),
     (SOL, "more than three quarters of a T's samples were set aside", lambda r, m: perf.SET_ASIDE_LIMIT == 0.75),
     (SOL, "naive numpy moves several times those bytes", lambda r, m: 3 <= LAB_BYTES(r) < 10),
@@ -593,7 +595,7 @@ CLAIMS = [
     (REFL, "it turned out to be most of the forward at every length I tried",
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
     (REFL, "each cost at least as much as copying its bytes and as doing its work in the cache", lambda r, m: AT_LEAST_BOTH(r, 512)),
-    (REFL, "passes added up to the whole softmax", lambda r, m: PASSES_ADD_UP(r)),
+    (REFL, "passes added up to most of the softmax", lambda r, m: PASSES_ADD_UP(r)),
     (REFL, "it cost about what a subtraction did", lambda r, m: abs(
         PS(r, 512, "exp")["ns_per_element"] / PS(r, 512, "subtract")["ns_per_element"] - 1) <= 0.15),
     (REFL, "scores and av never reach the ridge on this machine",
