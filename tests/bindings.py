@@ -45,10 +45,6 @@ def pct(v, decimals=1):
     return f"{100 * v:.{decimals}f}".replace("-", "−")
 
 
-def signed(v, decimals=2):
-    return f"{v:.{decimals}f}".replace("-", "−")
-
-
 def at_most(v, decimals):
     """A bound the text calls "at most": rounded up, so that it stays true."""
     return num(math.ceil(v * 10 ** decimals) / 10 ** decimals, decimals)
@@ -201,10 +197,8 @@ def timers(r):
 
 
 # The reruns (reruns.json's digests: T keys are strings there).
-FAILED = lambda x: [f["check"] for f in x["conditions_failed"]]  # noqa: E731
 COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
-R_SP = lambda x, T: next(e for e in x["softmax_passes"] if e["T"] == T)  # noqa: E731
 R_GAP = lambda x: max(abs(e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"] - 1)  # noqa
                       for e in x["softmax_passes"])
 R_STATES = lambda x: any(perf.two_states(x["worker_times"][T]["scores"]) for T in ("256", "512"))  # noqa
