@@ -13,16 +13,14 @@ def batch(seconds):
     return {"seconds": seconds, "batch_s": 0.05, "canary_ratio": 1.0}
 
 
-def worker(Ts, anatomy_T):
-    """A warm worker's anatomy at anatomy_T (0.1 ms a scores step, 0.4 ms each op whole) and its
-    passes at every T: 0.1 ms a pass at T, 2 us in cache (on 64 rows) and on one row, 50 us a
-    copy of its bytes."""
-    anatomy = {str(anatomy_T): {s: batch(1e-4) for s in ("scores/matmul", "scores/scale")}}
-    anatomy[str(anatomy_T)].update({s: batch(4e-4) for s in ("scores/whole", "softmax/whole")})
-    passes = {str(T): {"in_cache_rows": 64, "in_cache_bytes": 12 * T * 64, **{
+def worker(Ts):
+    """A warm worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
+    at T, 2 us in cache (on 64 rows) and on one row, 50 us a copy of its bytes."""
+    passes = {str(T): {"in_cache_rows": 64, "in_cache_bytes": 12 * T * 64,
+                       "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "one_row": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
-    return {"anatomy": anatomy, "passes": passes}
+    return {"passes": passes}
 
 
 def levels(beta):
@@ -82,11 +80,10 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                 "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.TIMED_KEYS},
                 "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.TIMED_KEYS}}
                for T in times_ms]
-    anatomy_T = max(times_ms)
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
-           "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2, "anatomy_T": anatomy_T}
-    warm = [worker(list(times_ms), anatomy_T)] * len(workers)
+           "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2}
+    warm = [worker(list(times_ms))] * len(workers)
     conditions = perf.verdict_from(perf.cooperation_checks(windows, 2))
     if verdict == "disturbed":
         conditions.update(verdict="disturbed", failed=[

@@ -47,7 +47,6 @@ def test_every_sample_lasted_min_time_and_says_so(quick_run):
     for r in res["sweep"] + res["sweep_default_heap"]:  # the one-thread samples included
         assert r["samples_below_min_time"] == 0, r["T"]
         assert r["shortest_sample_s"] >= res["config"]["min_time_s"]
-    assert res["analysis"]["anatomy"]["shortest_batch_s"] >= res["config"]["min_time_s"]
 
 
 def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
@@ -124,11 +123,11 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert proc.stderr.startswith("perf.py: error: --T 100000 needs about ")
     assert list(tmp_path.iterdir()) == []
     # Every array of a forward at T: six (h, T, T), the (T, T) mask, two (h, T, 1), seven (T, d)
-    # and a (d, d) weight; the anatomy's the same; the other T's inputs and masks (none here);
+    # and a (d, d) weight; the passes' the same again; the other T's inputs and masks (none here);
     # the copy; pi's three 2048² matrices; two interpreters.
     forward = lambda T: 4 * (6 * 4 * T * T + T * T + 2 * 4 * T + 7 * T * 64 + 64 * 64)  # noqa
-    assert perf.run_memory_bytes([2048], 64, 4, 512, 256 << 20, 2048) == \
-        forward(2048) + forward(512) + (256 << 20) + 3 * 4 * 2048**2 + (300 << 20)
+    assert perf.run_memory_bytes([2048], 64, 4, 256 << 20, 2048) == \
+        2 * forward(2048) + (256 << 20) + 3 * 4 * 2048**2 + (300 << 20)
 
 
 def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
@@ -145,8 +144,7 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
             "threads_limit": None, "heap_mode": "default", "rounds": 1, "interleave": True,
-            "timer_pairs": False, "one_thread_rounds": [], "anatomy_T": 64, "anatomy": False,
-            "pass_Ts": [], "in_cache_bytes": 1 << 17, "ceiling_spec": None, **kw}
+            "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "in_cache_bytes": 1 << 17, "ceiling_spec": None, **kw}
 
 
 def test_the_thread_limit_reaches_the_worker():

@@ -112,29 +112,26 @@ def test_the_byte_model_weighs_the_forward_s_real_arrays():
     assert (model["Q"], model["S"], model["mask"], model["m"]) == (16384, 65536, 16384, 1024)
 
 
-def test_anatomy_steps_mirror_the_ops_and_count_their_bytes(monkeypatch):
+def test_the_steps_and_passes_mirror_the_ops_and_count_their_bytes():
+    # scores' steps and the softmax's passes, run in turn, make the forward's own S and A, and
+    # the arrays they make weigh what forward_arrays says: if softmax() or scores() changed and
+    # the passes did not, or the byte model did not, this goes red.
     x, mha = inputs(64)
-    steps = perf.anatomy_steps(x, mha, perf.causal_mask(64))
-    assert list(steps) == ["scores/matmul", "scores/scale", "scores/whole", "softmax/mask_add",
-                           "softmax/max", "softmax/subtract", "softmax/exp", "softmax/sum",
-                           "softmax/divide", "softmax/whole"]
-    # Each op whole, alone: the forward's own function.
-    np.testing.assert_array_equal(steps["softmax/whole"](), perf.softmax(
-        perf.scores(*perf.qkv_proj(x, mha)[:2], 4), perf.causal_mask(64)))
-    np.testing.assert_array_equal(steps["scores/matmul"]() / 4.0,
-                                  perf.scores(*perf.qkv_proj(x, mha)[:2], 4))
-    big, mask, row, qk = 65536, 16384, 1024, 16384  # (h, T, T), (T, T), (h, T, 1), (T, d) bytes
+    mask = perf.causal_mask(64)
+    Q, K, _ = perf.qkv_proj(x, mha)
+    steps, S = perf.scores_steps(Q, K, 4)
+    assert list(steps) == list(perf.SCORES_STEPS) == ["matmul", "scale"]
+    np.testing.assert_array_equal(S, perf.scores(Q, K, 4))
+    np.testing.assert_array_equal(steps["matmul"]() / 4.0, S)  # sqrt(d_k) = 4
+    calls, (Z, m, D, E, s) = perf.softmax_passes(S, mask)
+    assert list(calls) == list(perf.PASSES)
+    np.testing.assert_array_equal(E / s, perf.softmax(S, mask))
+    np.testing.assert_array_equal(calls["divide"](), perf.softmax(S, mask))
+    model = perf.forward_arrays(64, 64, 4)
+    assert {k: v.nbytes for k, v in dict(Z=Z, m=m, D=D, E=E, s=s).items()} == {
+        k: model[k] for k in "ZmDEs"}
+    big, mask_b, row, qk = 65536, 16384, 1024, 16384  # (h, T, T), (T, T), (h, T, 1), (T, d) bytes
     n = perf.pass_bytes(64, 64, 4)
     assert n["scores/matmul"] == 2 * qk + big  # Q and K read, Q K^T written
-    assert [n[f"softmax/{s}"] for s in perf.PASSES] == [
-        2 * big + mask, big + row, 2 * big + row, 2 * big, big + row, 2 * big + row]
-    # If softmax() changed and the steps did not, the anatomy refuses to measure; so it does if
-    # the byte model no longer weighs the arrays the steps make.
-    monkeypatch.setattr(perf, "softmax", lambda S, mask: np.zeros_like(S))
-    with pytest.raises(RuntimeError):
-        perf.anatomy_steps(x, mha, perf.causal_mask(64))
-    monkeypatch.undo()
-    weigh = perf.forward_arrays
-    monkeypatch.setattr(perf, "forward_arrays", lambda T, d, h: {**weigh(T, d, h), "Z": 1})
-    with pytest.raises(RuntimeError):
-        perf.anatomy_steps(x, mha, perf.causal_mask(64))
+    assert [n[f"softmax/{p}"] for p in perf.PASSES] == [
+        2 * big + mask_b, big + row, 2 * big + row, 2 * big, big + row, 2 * big + row]

@@ -59,7 +59,7 @@ OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the one list of the
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
-                                     # the anatomy and Phase 27's preview (else the largest T)
+                                     # Phase 27's preview (else the largest T), float64's exp
 # The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
@@ -199,7 +199,7 @@ PROFILES = {
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
-KERNEL_WORKERS = 5        # the first warm workers also time the ceilings and the anatomy
+KERNEL_WORKERS = 5        # the first warm workers also time the ceilings
 TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
 
 
@@ -482,7 +482,7 @@ def plot_perf(res):
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
-    the one byte model that the costs, the working sets, the anatomy, the softmax's passes, the
+    the one byte model that the costs, the working sets, scores' steps, the softmax's passes, the
     laptop's figures and the memory estimate read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
@@ -801,36 +801,6 @@ def threading_windows(Ts, warm):
     return out
 
 
-def anatomy_summary(anatomies, row, d_model, n_heads):
-    """Scores taken apart at row's T, a sample per worker that timed it: each step's median time
-    (of the kept), GB/s, share of the steps and of the op's time_s in the forward
-    (`share_of_forward`), and each op whole, alone; shortest_batch_s over every anatomy batch;
-    the softmax's bytes, its passes' (pass_bytes) against the lab's count."""
-    T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-    at_T = [w[str(T)] for w in anatomies if str(T) in w]
-    out = {"T": T, "scores": {}, "shortest_batch_s": min(
-        s["batch_s"] for w in anatomies for steps in w.values() for s in steps.values())}
-    for name in at_T[0]:
-        op, step = name.split("/")
-        secs = float(np.median([r["seconds"] for r in kept_batches([w[name] for w in at_T])]))
-        if step == "whole":
-            out[f"{op}_alone_s"] = secs
-            continue
-        out[op][step] = {"median_s": secs, "bytes": n_bytes[name], "GBps": n_bytes[name] / secs
-                         / 1e9, "passes_over_T2": round(n_bytes[name] / (4 * n_heads * T * T), 2)}
-    for op in ("scores",):
-        steps_s = out[f"{op}_sum_of_steps_s"] = sum(s["median_s"] for s in out[op].values())
-        out[f"{op}_in_forward_s"] = row["ops"][op]["time_s"]
-        for s in out[op].values():
-            s.update(share=s["median_s"] / steps_s,
-                     share_of_forward=s["median_s"] / row["ops"][op]["time_s"])
-        out[f"{op}_bytes_all_steps"] = sum(s["bytes"] for s in out[op].values())
-        out[f"{op}_bytes_lab_model"] = row["ops"][op]["bytes"]
-    out["softmax_bytes_all_steps"] = sum(b for k, b in n_bytes.items() if k.startswith("softmax/"))
-    out["softmax_bytes_lab_model"] = row["ops"]["softmax"]["bytes"]
-    return out
-
-
 def median_interval(values):
     """The median of per-process values and its distribution-free interval: [median, lo, hi]."""
     lo, hi, _ = quantile_interval(values, 0.5)
@@ -875,6 +845,7 @@ def softmax_pass_comparisons(rows, warm, d_model, n_heads):
         out.append({"T": T, "processes": len(got), "in_cache_rows": rows_in,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
+                    "passes_bytes": sum(q["bytes"] for q in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
             f32, f64 = (per(k, "in_cache", 1e9 / (rows_in * T)) for k in ("exp", "exp_float64"))
@@ -885,11 +856,28 @@ def softmax_pass_comparisons(rows, warm, d_model, n_heads):
     return out
 
 
+def scores_step_times(rows, warm, d_model, n_heads):
+    """scores taken apart at each T: its matmul and its scaling pass over the T x T matrix,
+    each the median over the processes that timed them (seconds) with its interval; the scaling
+    pass's share of the two, and the bytes the two steps move. Beside: the sweep's scores."""
+    out = []
+    for row in rows:
+        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+        if got := [w["passes"][str(T)]["scores"] for w in warm if str(T) in w["passes"]]:
+            steps = {k: median_interval([g[k] for g in got]) for k in SCORES_STEPS}
+            out.append({"T": T, "processes": len(got),
+                        **{f"{k}_s": v[0] for k, v in steps.items()},
+                        **{f"{k}_s_interval": v[1:] for k, v in steps.items()},
+                        "scale_share": steps["scale"][0] / sum(v[0] for v in steps.values()),
+                        "bytes_all_steps": sum(n_bytes[f"scores/{k}"] for k in SCORES_STEPS),
+                        "sweep_scores_s": row["ops"]["scores"]["time_s"]})
+    return out
+
+
 def analyse(rows, cfg, ceilings, warm, windows):
-    """Block E's numbers; at anatomy_T (KEYED_T, else the largest T): the anatomy, Phase 27."""
+    """Block E's numbers; Phase 27's preview at KEYED_T, else the largest T."""
     by_T = {r["T"]: r for r in rows}
-    focus, d, h = by_T[cfg["anatomy_T"]], cfg["d_model"], cfg["n_heads"]
-    anatomy = [w["anatomy"] for w in warm if w["anatomy"]]
+    focus, d, h = by_T.get(KEYED_T, rows[-1]), cfg["d_model"], cfg["n_heads"]
     out = {"ridge_intensity": ceilings["ridge"],
            "expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
@@ -897,7 +885,7 @@ def analyse(rows, cfg, ceilings, warm, windows):
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
-           "anatomy": anatomy_summary(anatomy, focus, d, h),
+           "scores_steps": scores_step_times(rows, warm, d, h),
            "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
            "threading_windows": windows,
            "unstable": [f"T={T} {k} {r['ops'][k]['interval_ratio']:.2f}x" for T, r in by_T.items()
@@ -917,7 +905,7 @@ def run_config(args, plan, threads):
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
             "samples_per_T": plan["workers"] * plan["rounds"], "workers": plan["workers"],
             "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
-            "default_heap_samples": plan["default_heap_samples"], "anatomy_T": plan["anatomy_T"],
+            "default_heap_samples": plan["default_heap_samples"],
             "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["kernel_workers"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["kernel_workers"],
@@ -1033,7 +1021,7 @@ def run_lab(args, argv):
 
 # ==============================================================================================
 # PART II — THE HARNESS: what Part I calls to measure truly. The machine's facts; the timing of a
-# batch, its intervals and the canary; the ceilings' timing; the anatomy's; the worker processes
+# batch, its intervals and the canary; the ceilings' timing; the ops taken apart; the workers
 # (the parent only spawns, a worker only measures); the run's verdict; --compare; the command line.
 # ==============================================================================================
 
@@ -1338,7 +1326,7 @@ def watched(fn, min_time, canary, blas_threads=None):
 def canary_reference(readings):
     """Per part, the CANARY_REFERENCE quantile of a process's readings around its samples: its
     own fast state (a process keeps its layout, and so its canary's speed, for its life). Not
-    the readings after the passes' small batches or the anatomy's: the canary runs faster there,
+    the readings after the passes' small batches: the canary runs faster there,
     its data still warm, and would make the samples' readings look slow."""
     return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
             for part in readings[0]}
@@ -1506,12 +1494,12 @@ def combine_ceilings(rates_by_worker, spec):
 
 
 # ----------------------------------------------------------------------------------------------
-# The anatomy's timing: scores step by step and each op whole at anatomy_T; and the softmax's
-# six passes at each T, each beside the same call in cache, one row's call, and a copy of the
-# pass's bytes (why the softmax is slow: controlled comparisons, never inputs to the figures they
-# test).
+# The ops taken apart, at each T: scores' two steps, and the softmax's six passes, each beside the
+# same call in cache, one row's call, and a copy of the pass's bytes (why they cost what they do:
+# controlled comparisons, never inputs to the figures they test).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
+SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqrt(d_k)
 PASS_MIN_TIME = 0.01      # each batch of the passes' comparisons lasts this long at least
 PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
@@ -1523,6 +1511,14 @@ def pass_bytes(T, d_model, n_heads):
     """Bytes each pass reads and writes, each array once: its traffic and its working set."""
     a = forward_arrays(T, d_model, n_heads)
     return {step: sum(a[k] for k in arrays) for step, arrays in PASS_ARRAYS.items()}
+
+
+def scores_steps(Q, K, h):
+    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}, and S."""
+    Qh, KhT, scale = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1), math.sqrt(
+        Q.shape[1] // h)
+    P = Qh @ KhT
+    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}, P / scale
 
 
 def softmax_passes(S, mask):
@@ -1538,49 +1534,12 @@ def softmax_passes(S, mask):
             "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
-def anatomy_steps(x, mha, mask):
-    """scores and softmax taken apart into naive numpy's passes, and each op whole: {step: call
-    on the forward's real data}; the arrays the passes touch checked against forward_arrays,
-    and their result against the forward's softmax."""
-    h = mha.n_heads
-    Q, K, _ = qkv_proj(x, mha)
-    S0 = scores(Q, K, h)
-    A = softmax(S0, mask)  # first, so that its temporaries are gone before ours
-    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
-    scale = math.sqrt(Q.shape[1] // h)
-    P = Qh @ KhT
-    S = P / scale
-    calls, (Z, m, D, E, s) = softmax_passes(S, mask)
-    real = dict(Q=Q, K=K, P=P, S=S, mask=mask, Z=Z, m=m, D=D, E=E, s=s, A=A)
-    model = forward_arrays(len(x), Q.shape[1], h)
-    if not np.array_equal(E / s, A) or any(v.nbytes != model[k] for k, v in real.items()):
-        raise RuntimeError("anatomy_steps no longer mirrors the forward or forward_arrays")
-    del A, real
-    return {"scores/matmul": lambda: Qh @ KhT, "scores/scale": lambda: P / scale,
-            "scores/whole": lambda: scores(Q, K, h),
-            **{f"softmax/{p}": call for p, call in calls.items()},
-            "softmax/whole": lambda: softmax(S0, mask)}
-
-
-def time_anatomy(task, mha, canary):
-    """One sample of each scores step and each op whole at anatomy_T, after one untimed call:
-    seconds per call, with its canary."""
-    def one(fn):
-        fn()
-        n, batch_s, pair = watched(fn, task["min_time"], canary)
-        return {"seconds": batch_s / n, "batch_s": batch_s, "canary_pair": pair}
-    T = task["anatomy_T"]
-    return {str(T): {name: one(fn) for name, fn in anatomy_steps(
-        make_input(T, mha, task["seed"]), mha, causal_mask(T)).items()
-        if name.startswith("scores/") or name.endswith("whole")}}
-
-
-def time_softmax_passes(task, mha, canary):
-    """At each of the task's T, each pass of the softmax on the forward's real data (at_T); on
-    as many of its rows (spread over heads and positions) as fit in_cache_bytes with every array
-    the widest pass touches (in_cache); on one row (one_row); and one thread's copy of the
-    pass's bytes (copy): seconds per call, each after one untimed call, batches of
-    PASS_MIN_TIME. At KEYED_T, exp on the in-cache rows in float64 too."""
+def time_passes(task, mha, canary):
+    """At each of the task's T, scores' steps and the softmax's passes on the forward's real data
+    (at_T); each pass also on as many of its rows (spread over heads and positions) as fit
+    in_cache_bytes with every array the widest pass touches (in_cache), on one row (one_row),
+    and one thread's copy of the pass's bytes (copy): seconds per call, each after one untimed
+    call, batches of PASS_MIN_TIME. At KEYED_T, exp on the in-cache rows in float64 too."""
     def one(fn):
         fn()
         n, batch_s, _ = watched(fn, PASS_MIN_TIME, canary)
@@ -1588,26 +1547,27 @@ def time_softmax_passes(task, mha, canary):
     out = {}
     for T in task["pass_Ts"]:
         x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-        S = scores(*qkv_proj(x, mha)[:2], mha.n_heads)
+        steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
         rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
         pick = np.linspace(0, S.size // T - 1, rows).astype(int)
         S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-        at, cache, row = (softmax_passes(a, b)[0] for a, b in (
+        (at, _), (cache, cache_data), (row, _) = (softmax_passes(a, b) for a, b in (
             (S, mask), (S2, mask2), (S2[:1], mask2[:1])))
         n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
-        rec = out[str(T)] = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+        rec = out[str(T)] = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows,
+                             "scores": {step: one(call) for step, call in steps.items()}}
         for p in PASSES:
             src, dst = copy_buffers(n_bytes[f"softmax/{p}"])
             rec[p] = {"at_T": one(at[p]), "in_cache": one(cache[p]), "one_row": one(row[p]),
                       "copy": one(lambda: np.copyto(dst, src))}
         if T == KEYED_T:
-            D64 = softmax_passes(S2, mask2)[1][2].astype(np.float64)
+            D64 = cache_data[2].astype(np.float64)
             rec["exp_float64"] = {"in_cache": one(lambda: np.exp(D64))}
     return out
 
 
 # ----------------------------------------------------------------------------------------------
-# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, then the anatomy,
+# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, then the passes,
 # its copies and its ceiling repeats, the canary read between every two batches) and only
 # measures; the parent plans and spawns them one after another (--in-process: runs each job
 # itself, for tests) and never measures.
@@ -1625,8 +1585,8 @@ def keep_heap():
 
 
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
-             "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "anatomy_T",
-             "anatomy", "pass_Ts", "in_cache_bytes", "ceiling_spec")
+             "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
+             "in_cache_bytes", "ceiling_spec")
 
 
 def worker_job(task):
@@ -1641,13 +1601,12 @@ def worker_job(task):
         try:
             sampled = take_samples(task, mha, canary)
             around_samples = len(canary["readings"])  # the readings a process's reference uses
-            anatomy = task["anatomy"] and time_anatomy(task, mha, canary)
-            passes = time_softmax_passes(task, mha, canary)
+            passes = time_passes(task, mha, canary)
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "anatomy": anatomy, "passes": passes, "ceiling_rates": rates,
+    return {**sampled, "passes": passes, "ceiling_rates": rates,
             "canary_readings": canary["readings"][:around_samples], "heap": heap,
             "blas_threads": ran,
             "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
@@ -1723,30 +1682,28 @@ def make_plan(args, hardware, threads):
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["workers"], per_T)
     rounds, one_thread = plan_rounds(per_T, n_warm, threads["blas_threads"])
-    kernel = min(n_warm, KERNEL_WORKERS)  # the warm workers that time the ceilings and anatomy_T
+    kernel = min(n_warm, KERNEL_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / kernel),
             "cache_reps": math.ceil(prof["cache_repeats"] / kernel),
             "matmul_n": prof["matmul_n"]}
-    anatomy_T = KEYED_T if KEYED_T in args.T else max(args.T)
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["limit"], "anatomy_T": anatomy_T,
-            "in_cache_bytes": l2 // 2}
+            "min_time": args.min_time, "threads_limit": threads["limit"], "in_cache_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
                  "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
-                 "one_thread_rounds": [], "anatomy": False, "pass_Ts": [], "ceiling_spec": None}
+                 "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec if i < kernel else None, "anatomy": i < kernel,
+             "ceiling_spec": spec if i < kernel else None,
              "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
             for i in range(n_warm)]  # each T's passes timed by every second warm worker
     n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
-                               + len(one_thread)) + 4 + spec["reps"] * 3 * (
-        len(spec["levels"]) + 1) + len(args.T) * 25 * PASS_MIN_TIME / args.min_time
+                               + len(one_thread)) + spec["reps"] * 3 * (
+        len(spec["levels"]) + 1) + len(args.T) * 27 * PASS_MIN_TIME / args.min_time
     return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
             "one_thread_rounds": one_thread,
-            "default_heap_samples": dflt_task["rounds"], "anatomy_T": anatomy_T,
+            "default_heap_samples": dflt_task["rounds"],
             "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
             "tasks": [dflt_task] + warm}
 
@@ -2158,14 +2115,14 @@ def parse_args(argv):
     return args
 
 
-def run_memory_bytes(Ts, d_model, n_heads, anatomy_T, dram_copy_bytes, matmul_n):
+def run_memory_bytes(Ts, d_model, n_heads, dram_copy_bytes, matmul_n):
     """A run's peak memory: the other T's inputs and masks, every array of the largest forward
-    and of the anatomy's (the warm heap keeps both), the DRAM copy, pi's three matrices, two
+    and again of its passes' (the warm heap keeps both), the DRAM copy, pi's three matrices, two
     interpreters."""
     arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts if T != max(Ts)
                  for k in ("x", "mask"))
-    return arrays(max(Ts)) + arrays(anatomy_T) + inputs + dram_copy_bytes + 12 * matmul_n**2 + \
+    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + \
         (300 << 20)
 
 
@@ -2173,7 +2130,7 @@ def refuse_early(args, plan):
     """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
     for the probe, then removed). Returns the memory estimate (MiB)."""
     spec = plan["ceiling_spec"]
-    need = run_memory_bytes(args.T, args.d_model, args.n_heads, plan["anatomy_T"],
+    need = run_memory_bytes(args.T, args.d_model, args.n_heads,
                             spec["levels"]["DRAM"]["bytes"], spec["matmul_n"])
     if need > (available := psutil.virtual_memory().available):
         raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
