@@ -191,8 +191,18 @@ def test_two_layout_states_are_named_in_the_verdict_quiet_or_not():
     v = verdict(a=perf.repeatability_checks(rows, warm))
     assert v["verdict"] == "quiet"
     assert v["checks"]["processes_agree"]["basis"] == (
-        "scores at T = 512: two states, 0.700 ms in 6 processes and 0.840 ms in 4 (a process "
-        "keeps its memory layout for its life)")
+        "scores at T = 512: two states, 0.700 ms in 6 processes and 0.840 ms in 4 (a likely "
+        "cause: where each process's buffers land)")
     ops["scores"]["interval_ratio"] = 1.5
     v = verdict(a=perf.repeatability_checks(rows, warm))
     assert "two states, 0.700 ms in 6 processes and 0.840 ms in 4" in reasons(v)[0]
+
+
+def test_two_states_need_a_gap_wider_than_either_side_s_own_spread():
+    # One process apart from nine that spread x1.19 among themselves is no two states: the gap
+    # (x1.10) is narrower than the nine's own spread; two tight groups x1.2 apart are.
+    nine = [0.200e-3 * 1.19 ** (i / 8) for i in range(9)]
+    assert perf.two_states([0.200e-3 / 1.10] + nine) is None
+    assert perf.two_states([0.70e-3, 0.71e-3, 0.70e-3, 0.84e-3, 0.85e-3]) == [
+        (0.70e-3, 3), (0.845e-3, 2)]
+    assert perf.two_states([0.70e-3] * 5) is None  # one level

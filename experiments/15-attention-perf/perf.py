@@ -250,8 +250,8 @@ def take_samples(task, mha, canary):
 
 def summarize(by_process):
     """One op at one T from its kept samples' times, a list per warm process. The process is the
-    unit of replication: each has its own memory layout and keeps its speed for its life. A
-    process's estimate is the TIME_QUANTILE of its samples (interference only adds time); time_s
+    unit of replication: a fresh process can land in a faster or slower state and keep it (its
+    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the TIME_QUANTILE of its samples (interference only adds time); time_s
     is the median of the processes' estimates, with the distribution-free CONFIDENCE interval of
     that median (quantile_interval: order statistics of the estimates, its coverage beside).
     between_process_rsd: the estimates' relative SD; within_process_rsd: the median over the
@@ -1325,7 +1325,7 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 def canary_reference(readings):
     """Per part, the CANARY_REFERENCE quantile of a process's readings around its samples: its
-    own fast state (a process keeps its layout, and so its canary's speed, for its life). Not
+    own fast state (a process keeps its state, and so its canary's speed, for its life). Not
     the readings after the passes' small batches: the canary runs faster there,
     its data still warm, and would make the samples' readings look slow."""
     return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
@@ -1670,11 +1670,6 @@ def plan_rounds(per_T, n_warm, threads_ran):
                     if (threads_ran or 1) > 1 else [])
 
 
-def deal(items, i, n):
-    """Worker i's share of items, dealt round-robin over n workers (none left for some)."""
-    return [x for j, x in enumerate(items) if j % n == i]
-
-
 def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts: each one's task (the
     default-heap worker's first), and the seconds a warm worker takes."""
@@ -1823,13 +1818,14 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
 
 
 def two_states(estimates):
-    """The processes' estimates split at their largest gap where it is wider than STATE_GAP:
-    [(level, processes), (level, processes)], each group's median; else None (one state)."""
+    """The processes' estimates split at their largest gap, when that gap is wider than STATE_GAP
+    and than either side's own spread (max / min): [(level, processes), (level, processes)], each
+    side's median; else None (no two states: one level, or a spread with no clear gap)."""
     x = sorted(estimates)
     gaps = [b / a for a, b in zip(x, x[1:])]
-    if not gaps or max(gaps) <= STATE_GAP:
+    i = gaps.index(max(gaps)) + 1 if gaps else 0
+    if not gaps or max(gaps) <= max(STATE_GAP, x[i - 1] / x[0], x[-1] / x[i]):
         return None
-    i = gaps.index(max(gaps)) + 1
     return [(float(np.median(x[:i])), i), (float(np.median(x[i:])), len(x) - i)]
 
 
@@ -1852,7 +1848,7 @@ def repeatability_checks(rows, warm):
     o = next(r for r in rows if r["T"] == T)["ops"][op]
     states = two_states(o["worker_times"])
     named = states and "{} at T = {}: two states, {:.3f} ms in {} processes and {:.3f} ms in {}" \
-        " (a process keeps its memory layout for its life)".format(
+        " (a likely cause: where each process's buffers land)".format(
             op, T, 1e3 * states[0][0], states[0][1], 1e3 * states[1][0], states[1][1])
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
