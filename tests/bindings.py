@@ -99,6 +99,26 @@ def q1(r):
             f"{THR(r)['T_threshold']:.1f}, where they pass the ridge.**")
 
 
+def which_beta(r):
+    """Which β question 1's classes stand on: Phase 1's; a DRAM copy whose half agrees (a
+    plateau); or no plateau, and what the other copy's rate would make of the threshold."""
+    c, dram = C(r), LV(r, "DRAM")
+    if c["source"] != "measured":
+        return f"β is {'Phase 1' if c['source'] == 'phase1' else 'the --roofline file'}'s figure."
+    size = f"a **{dram['bytes'] >> 20}** MiB copy's rate"
+    if dram["plateau"]:
+        return f"β is {size}, and a copy half its size ran within {100 * perf.PLATEAU:.0f} % of it: a plateau, DRAM's."
+    other = c["pi_peak_GFLOPS"] / dram["GBps_check"]
+    T = perf.threshold_T(r["analysis"]["scores_av_threshold"]["d_k"], other, 2)
+    return (f"β is {size}; a **{dram['check_bytes'] >> 20}** MiB copy ran at "
+            f"**{num(dram['GBps_check'], 1)}** GB/s"
+            + f" (both within the {'VM' if r['hardware']['virtualized'] else 'machine'}'s reported"
+              " L3)" * (not dram["past_llc"])
+            + f": no plateau. Against that rate the ridge would be **{num(other, 2)}**, " + (
+                f"below d_k/2, and scores and av would pass it above T = **{T:.0f}**." if T else
+                "above d_k/2: still no threshold T."))
+
+
 def by_class(r, k, key):
     """An op's classes across the T: "compute-bound at T = 64 and 128, memory-bound at 256"."""
     out = {}
@@ -170,15 +190,7 @@ def states(r):
                 f"states in this run.")
     (a, na), (b, nb) = two
     return (f"The processes' estimates of {k} at T = {T} fall in two states: **{ms(a)} ms** in "
-            f"**{WORDS[na]}** processes and **{ms(b)} ms** in **{WORDS[nb]}**.")
-
-
-def states_at(r, k, T):
-    two = perf.two_states(op(r, T, k)["worker_times"])
-    if not two:
-        return "one state"
-    (a, na), (b, nb) = two
-    return f"{ms(a)} ms in {WORDS[na]}, {ms(b)} ms in {WORDS[nb]}"
+            f"**{WORDS[na]}** process{'es' * (na != 1)} and **{ms(b)} ms** in **{WORDS[nb]}**.")
 
 
 def verdict(r):
@@ -189,11 +201,15 @@ def verdict(r):
             + ", each with its reason under both pictures.")
 
 
+TIMER = lambda r: [x["instrumentation_overhead"] for x in r["sweep"]]  # noqa: E731
+TIMER_MAX = lambda r: max(r["sweep"], key=lambda x: x["instrumentation_overhead"])  # noqa: E731
+
+
 def timers(r):
     out = [str(x["T"]) for x in r["sweep"]
            if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]]
     return ("every T's interval holds zero" if not out else
-            f"the interval leaves out zero at T = {word_list(out)}")
+            f"T = {word_list(out)}'s interval{'s' * (len(out) > 1)} leave{'s' * (len(out) == 1)} out zero")
 
 
 # The reruns (reruns.json's digests: T keys are strings there).
@@ -201,7 +217,6 @@ COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_GAP = lambda x: max(abs(e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"] - 1)  # noqa
                       for e in x["softmax_passes"])
-R_STATES = lambda x: any(perf.two_states(x["worker_times"][T]["scores"]) for T in ("256", "512"))  # noqa
 
 
 def rank(v, among):
@@ -241,6 +256,7 @@ LAB = [
         r["analysis"]["scores_av_threshold"]["from_inequality_as_written"]["asymptotic_intensity"], 0)),
     ("for a ridge above {}.", lambda r, m: num(
         r["analysis"]["scores_av_threshold"]["from_inequality_as_written"]["asymptotic_intensity"], 0)),
+    ("- **Which β.** {} - Against", lambda r, m: which_beta(r)),
     ("the answer changes: {}.", lambda r, m: f"scores is {by_class(r, 'scores', 'level_bound')}; "
                                             f"av {by_class(r, 'av', 'level_bound')}"),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
@@ -255,7 +271,7 @@ LAB = [
      else "under"),
     ("counts the lab's **{} MB** at β", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("six passes move **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
-    ("median over **{}** processes", lambda r, m: WORDS[SP(r, 512)["processes"]]),
+    ("the T×T array.** **{}** warm processes", lambda r, m: WORDS[SP(r, 512)["processes"]].capitalize()),
     *(pass_row(p) for p in perf.PASSES),
     ("their sum, **{}** ns per element", lambda r, m: num(SP(r, 512)["passes_ns_per_element"], 2)),
     ("is **{} %** of the sweep's", lambda r, m: pct(PASS_RATIO(SP(r, 512)))),
@@ -297,7 +313,6 @@ LAB = [
     # findings
     ("**Scores costs {}× av**", lambda r, m: num(op(r, 512, "scores")["time_s"] / op(r, 512, "av")["time_s"], 1)),
     ("at T = 512 (**{}** against", lambda r, m: ms(op(r, 512, "scores")["time_s"])),
-    ("scores' processes there: {}), though", lambda r, m: states_at(r, "scores", 512)),
     ("against **{} ms**; scores'", lambda r, m: ms(op(r, 512, "av")["time_s"])),
     ("the matmul takes **{} ms** and", lambda r, m: ms(SS(r, 512)["matmul_s"])),
     ("and the scaling **{} ms**", lambda r, m: ms(SS(r, 512)["scale_s"])),
@@ -315,7 +330,7 @@ LAB = [
     ("at most **{}** faults per forward", lambda r, m: at_most(max(
         x["page_faults_per_forward"] for x in r["sweep"]), 2)),
     ("(one process, {} samples,", lambda r, m: WORDS[r["config"]["default_heap_samples"]]),
-    ("preempted **{}** times a second: not", lambda r, m: num(
+    ("preempted **{}** times a second)", lambda r, m: num(
         r["conditions"]["not_judged"]["default_heap_preemptions_per_s"], 0)),
     ("sorted estimates over {} %", lambda r, m: pct(perf.STATE_GAP - 1, 0)),
     ("at T = 512: qkv_proj **{}×**", lambda r, m: num(THREADS(r, 512, "qkv_proj"), 2)),
@@ -335,8 +350,8 @@ LAB = [
     ("**{}** at every T); the", lambda r, m: str(max(
         x["samples_below_min_time"] for x in r["sweep"] + r["sweep_default_heap"]))),
     ("mean over them; {} samples per T", lambda r, m: str(r["config"]["samples_per_T"])),
-    ("each {} rounds over every T", lambda r, m: str(r["config"]["rounds_per_worker"])),
-    ("the hatched bars' **{}** samples per T", lambda r, m: str(r["config"]["default_heap_samples"])),
+    ("processes ({} rounds each over every T)", lambda r, m: str(r["config"]["rounds_per_worker"])),
+    ("the hatched bars' **{}** per T", lambda r, m: str(r["config"]["default_heap_samples"])),
     ("covering **{} %** of this run's", lambda r, m: pct(op(r, 512, "scores")["interval_coverage"])),
     ("ran over {} times its own", lambda r, m: str(r["canary"]["slow_ratio"])),
     ("fast state: here {} of the", lambda r, m: "**{}**, **{}**, **{}** and **{}**".format(
@@ -344,15 +359,18 @@ LAB = [
     ("of the {} samples at T = 64", lambda r, m: str(r["config"]["samples_per_T"])),
     ("It cost at most **{} %**", lambda r, m: at_most(
         100 * max(x["canary_cost"] for x in r["sweep"]), 2)),
-    ("untimed forwards): **{} %** at T = 512", lambda r, m: pct(row(r, 512)["instrumentation_overhead"], 2)),
+    ("untimed forwards) **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
+    ("to **{} %** of a forward across", lambda r, m: pct(max(TIMER(r)), 2)),
+    ("the most at T = {} (95 %", lambda r, m: str(TIMER_MAX(r)["T"])),
+    ("(95 % interval **{}** to", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_ci95"][0], 2)),
+    ("interval **{} %**); ", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_ci95"][1], 2)),
     ("(95 % interval **{}** to", lambda r, m: pct(row(r, 512)["instrumentation_overhead_ci95"][0], 2)),
     ("to **{} %**); ", lambda r, m: pct(row(r, 512)["instrumentation_overhead_ci95"][1], 2)),
     ("%**); {}.", lambda r, m: timers(r)),
     ("batches last at least {} ms.", lambda r, m: num(perf.PASS_MIN_TIME * 1e3, 0)),
     ("repeats of at least {} ms): β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s**, **", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
-    ("GB/s**, **{}** repeats of a", lambda r, m: str(C(r)["beta_repeats"])),
-    ("repeats of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
+    ("GB/s**, **{}** repeats (interval", lambda r, m: str(C(r)["beta_repeats"])),
     ("(interval **{}**); π", lambda r, m: both(*C(r)["beta_peak_interval"], 1, "**–**")),
     ("π **{} GFLOPS**,", lambda r, m: num(C(r)["pi_peak_GFLOPS"], 1)),
     ("GFLOPS**, **{}** repeats of a", lambda r, m: str(C(r)["pi_repeats"])),
@@ -488,9 +506,7 @@ CLAIMS = [
     (LABR, "Why timed alone they come out below it is not measured here",
      lambda r, m: all(PASS_RATIO(e) < 1 for e in r["analysis"]["softmax_passes"])),
     (LABR, "where every row fits in cache", lambda r, m: SP(r, 64)["in_cache_rows"] == 4 * 64),
-    (LABR, "the work in numpy's loops dominates",
-     lambda r, m: SHARE(r, 64, "copy") < 0.25 and SHARE(r, 64, "in_cache") > 0.8),
-    (LABR, "each pass costs at least the larger of the two and less than both added",
+    (LABR, "bytes, less than both added",
      lambda r, m: AT_LEAST_BOTH(r, 512) and SHARE(r, 512, "copy") + SHARE(r, 512, "in_cache") > 1),
     (LABR, "**Not the arithmetic**", lambda r, m: PS(r, 512, "subtract")["in_cache_ns_per_element"]
      >= 0.75 * PS(r, 512, "exp")["in_cache_ns_per_element"]),
@@ -499,6 +515,10 @@ CLAIMS = [
     (LABR, "does not hold on this machine", lambda r, m: EXP_VECTORISED(r)),
     (LABR, "each walk costing at least its work in cache and at least a copy of its bytes",
      lambda r, m: AT_LEAST_BOTH(r, 512) and AT_LEAST_IN_CACHE(r)),
+    (LABR, "on short rows the work is nearly all of it",
+     lambda r, m: SHARE(r, 64, "copy") < 0.25 and SHARE(r, 64, "in_cache") > 0.8),
+    (LABR, "at T = 512 the bytes weigh nearly as much",
+     lambda r, m: 0.75 * SHARE(r, 512, "in_cache") <= SHARE(r, 512, "copy")),
     # question 3
     (LABR, "past the ridge, where its roofline bound is π",
      lambda r, m: P27(r)["without_materialising_A"]["bound"] == "compute"),
@@ -506,7 +526,7 @@ CLAIMS = [
     (LABR, "it is the *largest* at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     (LABR, "The first fails on the softmax", lambda r, m: not OBS(r, 0)["held"]
      and op(r, 64, "softmax")["time_s"] > PROJ(r)),
-    (LABR, "The softmax's dearest pass there is `max`", lambda r, m: dearest(r, 64)[0]["pass"] == "max"),
+    (LABR, "Its dearest pass there is `max`", lambda r, m: dearest(r, 64)[0]["pass"] == "max"),
     (LABR, "and in cache as much",
      lambda r, m: abs(PS(r, 64, "max")["in_cache_ns_per_element"] / PS(r, 64, "max")["ns_per_element"] - 1) < 0.1),
     (LABR, "Why short rows cost `max` so much more than `sum` is not measured here", lambda r, m: True),
@@ -517,8 +537,8 @@ CLAIMS = [
     (LABR, "Part of the gap is the scaling pass",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (LABR, "The rest is not measured here", lambda r, m: True),  # marked: no comparison isolates it
-    (LABR, "not recorded per process here", lambda r, m: True),  # marked: a hypothesis
-    (LABR, "β is no DRAM rate here", lambda r, m: not LV(r, "DRAM")["past_llc"] and not LV(r, "DRAM")["plateau"]),
+    (LABR, "not recorded here; two candidates", lambda r, m: True),  # marked: a hypothesis
+    (LABR, "Memory-bound names the roofline's class", lambda r, m: ALL_T(r, ["softmax"], "memory")),
     (LABR, "other runs can fall outside it", lambda r, m: any(
         not (op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1])
         for x in RERUNS for k in OPS)),
@@ -529,9 +549,9 @@ CLAIMS = [
     (LABR, "None was shorter", lambda r, m: all(
         x["samples_below_min_time"] == 0 and x["shortest_sample_s"] >= r["config"]["min_time_s"]
         for x in r["sweep"] + r["sweep_default_heap"])),
-    (LABR, "by ten warm worker processes in turn",
+    (LABR, "from ten warm worker processes",
      lambda r, m: r["config"]["workers"] == 10 and all(x["workers"] == 10 for x in r["sweep"])),
-    (LABR, "an eleventh process, the default-heap worker", lambda r, m: [
+    (LABR, "an eleventh, on the default heap", lambda r, m: [
         w["label"] for w in r["worker_processes"]] == ["default heap"] + [f"warm {i}" for i in range(1, 11)]),
     (LABR, "the second lowest to the second highest", lambda r, m: all(
         x["ops"][k]["time_s_interval"] == [sorted(x["ops"][k]["worker_times"])[i] for i in (1, -2)]
@@ -540,7 +560,7 @@ CLAIMS = [
     (LABR, "no cpufreq, so no `performance` governor",
      lambda r, m: r["conditions"]["unknown"] == ["governor_or_turbo_changed"]
      and r["hardware"]["cpu_governor_at_run"] == "unavailable"),
-    (LABR, "the first after the twelve of `reruns.json`", lambda r, m: R_SHA(m)),
+    (LABR, "made just before this one", lambda r, m: R_SHA(m)),
     # the next run: each statement true of every rerun, or counted
     (LABR, "**In every rerun**: the softmax memory-bound at every T, the largest op, over half the forward",
      lambda r, m: R_ALL(lambda x: x["bound"]["softmax"] == ["memory"] * 4
@@ -551,7 +571,6 @@ CLAIMS = [
     (LABR, "of the softmax, each dearer than a copy of its bytes", lambda r, m: R_ALL(lambda x: all(
         p["ns_per_element"] > p["copy_ns_per_element"] for e in x["softmax_passes"]
         for p in e["passes"].values()))),
-    (LABR, "scores' processes in two states at T = 256 or at 512", lambda r, m: R_ALL(R_STATES)),
 
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "so no T makes them compute-bound against β", lambda r, m: NO_THRESHOLD(r)),
