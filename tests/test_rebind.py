@@ -74,3 +74,18 @@ def test_rebind_document_replaces_reports_and_refuses(tmp_path, monkeypatch):
     missing = [("L3 of {} MiB", lambda r, m: "32")]
     rebind.rebind_document("doc.md", missing, old, new, lambda *a: said.append(a[0] + " " + a[2]))
     assert said[-1] == "ERROR L3 of {} MiB"
+
+
+def test_a_figure_new_to_results_json_is_placed_where_its_word_stands(tmp_path, monkeypatch):
+    # The committed run lacks the key (an analysis added since): the figure is found as the one
+    # word between its phrase's two sides, and replaced; a new run that lacks it is an error.
+    monkeypatch.setattr(rebind, "ROOT", tmp_path)
+    (tmp_path / "doc.md").write_text("the scaling takes **0.297 ms** (**40 %** of the two)\n")
+    runs = {"runs": bindings.RERUNS}
+    old, new = {"r": {}, "m": {}, "reruns": runs}, {"r": {"scale": 0.31}, "m": {}, "reruns": runs}
+    table = [("the scaling takes **{} ms**", lambda r, m: f"{r['scale']:.3f}")]
+    said = []
+    text = rebind.rebind_document("doc.md", table, old, new, lambda *a: said.append(a[0]))
+    assert text == "the scaling takes **0.310 ms** (**40 %** of the two)\n" and said == []
+    rebind.rebind_document("doc.md", table, new, old, lambda *a: said.append(a[0]))
+    assert said == ["ERROR"]
