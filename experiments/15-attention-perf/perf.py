@@ -251,9 +251,10 @@ def take_samples(task, mha, canary):
 def summarize(by_process):
     """One op at one T from its kept samples' times, a list per warm process. The process is the
     unit of replication: a fresh process can land in a faster or slower state and keep it (its
-    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the TIME_QUANTILE of its samples (interference only adds time); time_s
-    is the median of the processes' estimates, with the distribution-free CONFIDENCE interval of
-    that median (quantile_interval: order statistics of the estimates, its coverage beside).
+    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the
+    TIME_QUANTILE of its samples (interference only adds time); time_s is the median of the
+    processes' estimates, with the distribution-free CONFIDENCE interval of that median
+    (quantile_interval: order statistics of the estimates, its coverage beside).
     between_process_rsd: the estimates' relative SD; within_process_rsd: the median over the
     processes of their samples' own. The pooled samples' mean and SD (the lab's) beside."""
     each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_process if len(w)]
