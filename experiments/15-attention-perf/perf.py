@@ -279,8 +279,9 @@ def pool_T(T, parts, min_time):
     canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
     the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
+    aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     by_process = [kept_batches(p["samples"]) for p in parts]  # each judged by its own canary
-    basis, all_slow = [s for w in by_process for s in w], all(map(slow, samples))
+    basis = [s for w in by_process for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     ops = {k: {**summarize([[s[k] for s in w] for w in by_process]), "all_samples_time_s": float(
@@ -288,22 +289,21 @@ def pool_T(T, parts, min_time):
                           for p in parts]))} for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
-               collections.Counter(s["canary_part"] for s in samples if slow(s))),
-           "figures_from": "all samples: the canary kept none" if all_slow else "kept samples",
+           "samples_set_aside": len(aside),
+           "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
+           "figures_from": "kept samples" if len(aside) < len(samples) else
+           "all samples: the canary kept none",
            "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
-           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in samples
-                                                      if slow(s)])) if any(map(slow, samples))
-           else None,
+           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
+           if aside else None,
            "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
                s["batch_s"] for s in samples),
-           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
+           "forwards_per_sample": [min(forwards), max(forwards)],
            "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
            "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
                                               for s in basis])),
-           "page_faults_per_forward": None if None in faults else
-           sum(faults) / sum(s["n"] for s in samples)}
+           "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         lo, hi, _ = quantile_interval(pair_ratios, 0.5)
         row.update(timer_pair_count=len(pair_ratios),
@@ -317,6 +317,11 @@ def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
     of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
     return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
             [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
+
+
+def row_at(rows, T):
+    """The row at T of a list of rows (the sweep's, or the threading windows), else None."""
+    return next((r for r in rows if r["T"] == T), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -877,22 +882,21 @@ def scores_step_times(rows, warm, d_model, n_heads):
 
 def analyse(rows, cfg, ceilings, warm, windows):
     """Block E's numbers; Phase 27's preview at KEYED_T, else the largest T."""
-    by_T = {r["T"]: r for r in rows}
-    focus, d, h = by_T.get(KEYED_T, rows[-1]), cfg["d_model"], cfg["n_heads"]
+    keyed, d, h = row_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
     out = {"ridge_intensity": ceilings["ridge"],
            "expected_observations": expected_observations(rows),
-           "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
-                                 for T, r in by_T.items()},
+           "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
+                                 for r in rows},
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
            "on_lab_laptop": on_lab_laptop(d, h),
-           "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
+           "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
            "scores_steps": scores_step_times(rows, warm, d, h),
            "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
            "threading_windows": windows,
-           "unstable": [f"T={T} {k} {r['ops'][k]['interval_ratio']:.2f}x" for T, r in by_T.items()
+           "unstable": [f"T={r['T']} {k} {r['ops'][k]['interval_ratio']:.2f}x" for r in rows
                         for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
-    if KEYED_T in by_T:
-        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(by_T[KEYED_T], ceilings)
+    if keyed:
+        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
     return out
 
 
@@ -916,7 +920,7 @@ def run_config(args, plan, threads):
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    row = next((r for r in results["sweep"] if r["T"] == KEYED_T), None)
+    row = row_at(results["sweep"], KEYED_T)
     ops = row and row["ops"]
     summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
@@ -1846,7 +1850,7 @@ def repeatability_checks(rows, warm):
                    for i, w in enumerate(warm))  # a slow period slows both parts; a layout, one
     width, op, T = max((r["ops"][k]["interval_ratio"], k, r["T"]) for r in rows for k in OPS
                        if r["ops"][k]["time_share"] >= MATERIAL_SHARE)
-    o = next(r for r in rows if r["T"] == T)["ops"][op]
+    o = row_at(rows, T)["ops"][op]
     states = two_states(o["worker_times"])
     named = states and "{} at T = {}: two states, {:.3f} ms in {} processes and {:.3f} ms in {}" \
         " (a likely cause: where each process's buffers land)".format(
@@ -1959,12 +1963,11 @@ def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
     band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its workers' time_s
     (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
-    ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T in Ts:
         for op in OPS:
-            oa, ob = ra[T][op], rb[T][op]
+            oa, ob = (row_at(res["sweep"], T)["ops"][op] for res in (a, b))
             band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
             ratio = ob["time_s"] / oa["time_s"]
             rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
@@ -1977,7 +1980,7 @@ def compare_rows(a, b, Ts):
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
     over `limit` times apart) and why. `state` facts are the machine's, not the code's."""
-    w = lambda r: {x["T"]: x for x in r["analysis"]["threading_windows"]}.get(T)  # noqa: E731
+    w = lambda r: row_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, state, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
