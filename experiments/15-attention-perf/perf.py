@@ -1115,11 +1115,11 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz(name="scaling_cur_freq"):
+def cpufreq_MHz():
     """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
     elsewhere at best a nominal figure)."""
     return [int(v) // 1000 for p in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
-            if (v := read_text(p / name, "")).isdigit()]
+            if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_state():
@@ -1158,12 +1158,8 @@ def peak_rss_MiB():
 
 def glibc_malloc():
     """glibc's mallopt, or None on a platform whose C library is not glibc."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return None
-    try:
-        return ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return None
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    return ctypes.CDLL(None).mallopt if glibc else None
 
 
 def machine_facts():
@@ -2122,8 +2118,7 @@ def run_memory_bytes(Ts, d_model, n_heads, dram_copy_bytes, matmul_n):
     arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts if T != max(Ts)
                  for k in ("x", "mask"))
-    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + \
-        (300 << 20)
+    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + (300 << 20)
 
 
 def refuse_early(args, plan):
