@@ -1324,12 +1324,12 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, [before, canary["last"]]
 
 
-def canary_reference(readings):
-    """Per part, the CANARY_REFERENCE quantile of a process's readings around its samples: its
-    own fast state (a process keeps its state, and so its canary's speed, for its life). Not
+def canary_reference(readings, q=CANARY_REFERENCE):
+    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
+    its own fast state (a process keeps its state, and so its canary's speed, for its life). Not
     the readings after the passes' small batches: the canary runs faster there,
     its data still warm, and would make the samples' readings look slow."""
-    return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
+    return {part: float(np.quantile([r[part] for r in readings], q))
             for part in readings[0]}
 
 
@@ -1447,9 +1447,11 @@ def time_ceilings(spec, min_time):
     return out
 
 
-def rate_estimate(rates):
-    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
-    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
+def rate_estimate(runs):
+    """A ceiling from its repeats' rates, a list per worker, pooled: the 75th percentile (the fast
+    side, as time_s is of times: interference only slows a repeat) and its CONFIDENCE interval;
+    the full range beside."""
+    rates = sum(runs, [])
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
     return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
             "coverage": cover, "repeats": len(rates),
@@ -1459,8 +1461,8 @@ def rate_estimate(rates):
 def copy_estimate(runs):
     """One level's copy, on one thread and, where measured, on all: each estimated over all its
     repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
-    one = rate_estimate(sum((r["1"] for r in runs), []))
-    alls = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
+    one = rate_estimate([r["1"] for r in runs])
+    alls = None if runs[0]["all"] is None else rate_estimate([r["all"] for r in runs])
     best = alls if alls and alls["value"] > one["value"] else one
     return {"GBps": best["value"], "GBps_interval": best["interval"],
             "interval_coverage": best["coverage"], "repeats": best["repeats"],
@@ -1475,7 +1477,7 @@ def combine_ceilings(rates_by_worker, spec):
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in rates_by_worker), []))["value"]
+    half = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker])["value"]
     same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
     dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
@@ -1484,7 +1486,7 @@ def combine_ceilings(rates_by_worker, spec):
             lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate(sum((w["matmul"] for w in rates_by_worker), []))
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker])
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
@@ -1785,8 +1787,7 @@ def clock_checks(freq_start, freq_end, warm, virtualized=False):
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
     mhz = [float(np.median(w["MHz"])) for w in warm if w["MHz"]]
-    fast = [{p: float(np.quantile([r[p] for r in w["canary_readings"]], CLOCK_QUANTILE))
-             for p in ("compute", "blas")} for w in warm[:1] + warm[-1:]]
+    fast = [canary_reference(w["canary_readings"], CLOCK_QUANTILE) for w in warm[:1] + warm[-1:]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
