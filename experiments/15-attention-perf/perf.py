@@ -1435,8 +1435,8 @@ def time_ceilings(spec, min_time):
     slow by the batch's own after-effect, and would set aside the kernels' steady state."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        reps, buffers = spec["reps"] if name == "DRAM" else spec["cache_reps"], \
-            copy_buffers(lv["bytes"])
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        buffers = copy_buffers(lv["bytes"])
         out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
                              "all": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
