@@ -251,9 +251,10 @@ def take_samples(task, mha, canary):
 def summarize(by_process):
     """One op at one T from its kept samples' times, a list per warm process. The process is the
     unit of replication: a fresh process can land in a faster or slower state and keep it (its
-    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the TIME_QUANTILE of its samples (interference only adds time); time_s
-    is the median of the processes' estimates, with the distribution-free CONFIDENCE interval of
-    that median (quantile_interval: order statistics of the estimates, its coverage beside).
+    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the
+    TIME_QUANTILE of its samples (interference only adds time); time_s is the median of the
+    processes' estimates, with the distribution-free CONFIDENCE interval of that median
+    (quantile_interval: order statistics of the estimates, its coverage beside).
     between_process_rsd: the estimates' relative SD; within_process_rsd: the median over the
     processes of their samples' own. The pooled samples' mean and SD (the lab's) beside."""
     each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_process if len(w)]
@@ -278,8 +279,9 @@ def pool_T(T, parts, min_time):
     canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
     the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
+    aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     by_process = [kept_batches(p["samples"]) for p in parts]  # each judged by its own canary
-    basis, all_slow = [s for w in by_process for s in w], all(map(slow, samples))
+    basis = [s for w in by_process for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     ops = {k: {**summarize([[s[k] for s in w] for w in by_process]), "all_samples_time_s": float(
@@ -287,22 +289,21 @@ def pool_T(T, parts, min_time):
                           for p in parts]))} for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "samples_set_aside": sum(map(slow, samples)), "set_aside_by_canary_part": dict(
-               collections.Counter(s["canary_part"] for s in samples if slow(s))),
-           "figures_from": "all samples: the canary kept none" if all_slow else "kept samples",
+           "samples_set_aside": len(aside),
+           "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
+           "figures_from": "kept samples" if len(aside) < len(samples) else
+           "all samples: the canary kept none",
            "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
-           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in samples
-                                                      if slow(s)])) if any(map(slow, samples))
-           else None,
+           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
+           if aside else None,
            "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
                s["batch_s"] for s in samples),
-           "forwards_per_sample": [min(s["n"] for s in samples), max(s["n"] for s in samples)],
+           "forwards_per_sample": [min(forwards), max(forwards)],
            "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
            "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
                                               for s in basis])),
-           "page_faults_per_forward": None if None in faults else
-           sum(faults) / sum(s["n"] for s in samples)}
+           "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         lo, hi, _ = quantile_interval(pair_ratios, 0.5)
         row.update(timer_pair_count=len(pair_ratios),
@@ -316,6 +317,11 @@ def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
     of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
     return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
             [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
+
+
+def row_at(rows, T):
+    """The row at T of a list of rows (the sweep's, or the threading windows), else None."""
+    return next((r for r in rows if r["T"] == T), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -876,22 +882,21 @@ def scores_step_times(rows, warm, d_model, n_heads):
 
 def analyse(rows, cfg, ceilings, warm, windows):
     """Block E's numbers; Phase 27's preview at KEYED_T, else the largest T."""
-    by_T = {r["T"]: r for r in rows}
-    focus, d, h = by_T.get(KEYED_T, rows[-1]), cfg["d_model"], cfg["n_heads"]
+    keyed, d, h = row_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
     out = {"ridge_intensity": ceilings["ridge"],
            "expected_observations": expected_observations(rows),
-           "dominant_op_per_T": {str(T): max(OPS, key=lambda op: r["ops"][op]["time_share"])
-                                 for T, r in by_T.items()},
+           "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
+                                 for r in rows},
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
            "on_lab_laptop": on_lab_laptop(d, h),
-           "phase_27_preview": phase_27_preview(focus, d, h, ceilings),
+           "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
            "scores_steps": scores_step_times(rows, warm, d, h),
            "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
            "threading_windows": windows,
-           "unstable": [f"T={T} {k} {r['ops'][k]['interval_ratio']:.2f}x" for T, r in by_T.items()
+           "unstable": [f"T={r['T']} {k} {r['ops'][k]['interval_ratio']:.2f}x" for r in rows
                         for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
-    if KEYED_T in by_T:
-        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(by_T[KEYED_T], ceilings)
+    if keyed:
+        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
     return out
 
 
@@ -915,7 +920,7 @@ def run_config(args, plan, threads):
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    row = next((r for r in results["sweep"] if r["T"] == KEYED_T), None)
+    row = row_at(results["sweep"], KEYED_T)
     ops = row and row["ops"]
     summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
@@ -1110,11 +1115,11 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz(name="scaling_cur_freq"):
+def cpufreq_MHz():
     """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
     elsewhere at best a nominal figure)."""
     return [int(v) // 1000 for p in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
-            if (v := read_text(p / name, "")).isdigit()]
+            if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_state():
@@ -1153,12 +1158,8 @@ def peak_rss_MiB():
 
 def glibc_malloc():
     """glibc's mallopt, or None on a platform whose C library is not glibc."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return None
-    try:
-        return ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return None
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    return ctypes.CDLL(None).mallopt if glibc else None
 
 
 def machine_facts():
@@ -1323,12 +1324,12 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, [before, canary["last"]]
 
 
-def canary_reference(readings):
-    """Per part, the CANARY_REFERENCE quantile of a process's readings around its samples: its
-    own fast state (a process keeps its state, and so its canary's speed, for its life). Not
+def canary_reference(readings, q=CANARY_REFERENCE):
+    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
+    its own fast state (a process keeps its state, and so its canary's speed, for its life). Not
     the readings after the passes' small batches: the canary runs faster there,
     its data still warm, and would make the samples' readings look slow."""
-    return {part: float(np.quantile([r[part] for r in readings], CANARY_REFERENCE))
+    return {part: float(np.quantile([r[part] for r in readings], q))
             for part in readings[0]}
 
 
@@ -1434,8 +1435,8 @@ def time_ceilings(spec, min_time):
     slow by the batch's own after-effect, and would set aside the kernels' steady state."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
-        reps, buffers = spec["reps"] if name == "DRAM" else spec["cache_reps"], \
-            copy_buffers(lv["bytes"])
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        buffers = copy_buffers(lv["bytes"])
         out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
                              "all": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
@@ -1446,9 +1447,11 @@ def time_ceilings(spec, min_time):
     return out
 
 
-def rate_estimate(rates):
-    """A ceiling from its repeats' rates: the 75th percentile (the fast side, as time_s is of
-    times: interference only slows a repeat) and its CONFIDENCE interval; the full range beside."""
+def rate_estimate(runs):
+    """A ceiling from its repeats' rates, a list per worker, pooled: the 75th percentile (the fast
+    side, as time_s is of times: interference only slows a repeat) and its CONFIDENCE interval;
+    the full range beside."""
+    rates = sum(runs, [])
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
     return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
             "coverage": cover, "repeats": len(rates),
@@ -1458,8 +1461,8 @@ def rate_estimate(rates):
 def copy_estimate(runs):
     """One level's copy, on one thread and, where measured, on all: each estimated over all its
     repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
-    one = rate_estimate(sum((r["1"] for r in runs), []))
-    alls = None if runs[0]["all"] is None else rate_estimate(sum((r["all"] for r in runs), []))
+    one = rate_estimate([r["1"] for r in runs])
+    alls = None if runs[0]["all"] is None else rate_estimate([r["all"] for r in runs])
     best = alls if alls and alls["value"] > one["value"] else one
     return {"GBps": best["value"], "GBps_interval": best["interval"],
             "interval_coverage": best["coverage"], "repeats": best["repeats"],
@@ -1474,7 +1477,7 @@ def combine_ceilings(rates_by_worker, spec):
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    half = rate_estimate(sum((w["copy_check"]["DRAM"] for w in rates_by_worker), []))["value"]
+    half = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker])["value"]
     same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
     dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
@@ -1483,7 +1486,7 @@ def combine_ceilings(rates_by_worker, spec):
             lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate(sum((w["matmul"] for w in rates_by_worker), []))
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker])
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
@@ -1784,8 +1787,7 @@ def clock_checks(freq_start, freq_end, warm, virtualized=False):
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
     mhz = [float(np.median(w["MHz"])) for w in warm if w["MHz"]]
-    fast = [{p: float(np.quantile([r[p] for r in w["canary_readings"]], CLOCK_QUANTILE))
-             for p in ("compute", "blas")} for w in warm[:1] + warm[-1:]]
+    fast = [canary_reference(w["canary_readings"], CLOCK_QUANTILE) for w in warm[:1] + warm[-1:]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
@@ -1845,7 +1847,7 @@ def repeatability_checks(rows, warm):
                    for i, w in enumerate(warm))  # a slow period slows both parts; a layout, one
     width, op, T = max((r["ops"][k]["interval_ratio"], k, r["T"]) for r in rows for k in OPS
                        if r["ops"][k]["time_share"] >= MATERIAL_SHARE)
-    o = next(r for r in rows if r["T"] == T)["ops"][op]
+    o = row_at(rows, T)["ops"][op]
     states = two_states(o["worker_times"])
     named = states and "{} at T = {}: two states, {:.3f} ms in {} processes and {:.3f} ms in {}" \
         " (a likely cause: where each process's buffers land)".format(
@@ -1958,12 +1960,11 @@ def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
     band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its workers' time_s
     (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
-    ra, rb = ({r["T"]: r["ops"] for r in res["sweep"]} for res in (a, b))
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T in Ts:
         for op in OPS:
-            oa, ob = ra[T][op], rb[T][op]
+            oa, ob = (row_at(res["sweep"], T)["ops"][op] for res in (a, b))
             band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
             ratio = ob["time_s"] / oa["time_s"]
             rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
@@ -1976,7 +1977,7 @@ def compare_rows(a, b, Ts):
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
     over `limit` times apart) and why. `state` facts are the machine's, not the code's."""
-    w = lambda r: {x["T"]: x for x in r["analysis"]["threading_windows"]}.get(T)  # noqa: E731
+    w = lambda r: row_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, state, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
@@ -2118,8 +2119,7 @@ def run_memory_bytes(Ts, d_model, n_heads, dram_copy_bytes, matmul_n):
     arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts if T != max(Ts)
                  for k in ("x", "mask"))
-    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + \
-        (300 << 20)
+    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + (300 << 20)
 
 
 def refuse_early(args, plan):
