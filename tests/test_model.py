@@ -89,8 +89,8 @@ def test_weights_deterministic_from_seed():
 def test_timed_forward_contract_and_same_output():
     x, mha = inputs(128)
     times, out = perf.attention_forward_timed(x, mha, return_output=True)
-    # The lab's contract, spelled as the lab spells it: the one place tests/ writes the five ops
-    # out; everything else reads perf.OPS.
+    # The lab's contract, spelled as the lab spells it: the one place tests/ writes the ops out;
+    # everything else reads perf.OPS.
     assert tuple(times) == ("qkv_proj", "scores", "softmax", "av", "out_proj", "total")
     assert perf.TIMED_KEYS == tuple(times)
     np.testing.assert_array_equal(out, perf.attention_forward(x, mha))
