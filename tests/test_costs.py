@@ -160,20 +160,20 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
 
 
 def test_levels_and_the_lab_laptop():
-    # Each op's level: the smallest whose capacity holds its working set. The softmax's
-    # 4 (21 T^2 + 8 T) bytes: 346,112 at T = 64 (the 1 MiB L2), 1,380,352 at T = 128 (past it, in
-    # the 32 MiB L3), 88 MB at T = 1024 (past every level: DRAM).
+    # The softmax's working set, 4 (21 T^2 + 8 T) bytes: 346,112 at T = 64 (the 1 MiB L2),
+    # 1,380,352 at T = 128 (past it, in the 32 MiB L3), 88 MB at T = 1024 (past every level: DRAM).
+    # Against the laptop's 6 MiB L3 (6,291,456): 5.25 MiB at T = 256 fit, 21 MiB at T = 512 do
+    # not; 6,269,172 at T = 273 fit, 6,315,152 at 274 do not.
+    lap = perf.on_lab_laptop(64, 4)
+    assert lap["softmax_spills_from_T"] == 274
+    assert perf.working_set(256, 64, 4)["softmax"] < 6 << 20 < perf.working_set(512, 64, 4)["softmax"]
+    # Each op's level: the smallest whose capacity holds its working set.
     level = {}
     for T in (64, 128, 1024):
         row = {"T": T, "forward_s": len(perf.OPS) * 1e-3,
                "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
         level[T] = perf.place_on_roofline(row, 64, 4, CEILINGS)["ops"]["softmax"]["level"]
     assert level == {64: "L2", 128: "L3", 1024: "DRAM"}
-    lap = perf.on_lab_laptop(64, 4)
-    # softmax: 4 (21 T^2) bytes against 6 MiB: 5.25 MiB at T=256 fits, 21 MiB at T=512 does not.
-    # 4 (21 T^2 + 8 T) bytes: 6,269,172 at T = 273 fit 6 MiB (6,291,456), 6,315,152 at 274 do not.
-    assert lap["softmax_spills_from_T"] == 274
-    assert perf.working_set(256, 64, 4)["softmax"] < 6 << 20 < perf.working_set(512, 64, 4)["softmax"]
     # The curriculum's pi 250 GFLOPS over beta 15-19 GB/s: a ridge of 13.2-16.7, beyond the
     # 8 FLOP/byte that scores and av tend to: no threshold on the laptop either.
     assert lap["ridge_range"] == pytest.approx([250 / 19, 250 / 15])
