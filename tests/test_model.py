@@ -32,6 +32,21 @@ def inputs(T, d=64, h=4, seed=0):
     return x, mha
 
 
+def forward_by_op(x, mha):
+    """One real forward, op by op: {op: (the arguments it was called with, what it returned)} for
+    every op of perf.OPS, in the order the forward ran them, however many there are."""
+    seen = {}
+    with pytest.MonkeyPatch.context() as m:
+        for op in perf.OPS:
+            def record(*args, op=op, real=getattr(perf, op)):
+                seen[op] = (args, real(*args))
+                return seen[op][1]
+            m.setattr(perf, op, record)
+        out = perf.attention_forward(x, mha)
+    assert list(seen) == list(perf.OPS) and seen["out_proj"][1] is out
+    return seen
+
+
 @pytest.mark.parametrize("T,d,h", [(1, 64, 4), (64, 64, 4), (100, 64, 4), (37, 48, 3)])
 def test_matches_float64_reference(T, d, h):
     x, mha = inputs(T, d, h)
@@ -42,13 +57,12 @@ def test_matches_float64_reference(T, d, h):
 
 
 def test_every_intermediate_stays_float32():
-    x, mha = inputs(96)
-    Q, K, V = perf.qkv_proj(x, mha)
-    S = perf.scores(Q, K, mha.n_heads)
-    A = perf.softmax(S, perf.causal_mask(96))
-    O = perf.av(A, V, mha.n_heads)
-    out = perf.out_proj(O, mha)
-    assert [a.dtype for a in (Q, K, V, S, A, O, out)] == [np.float32] * 7
+    ops = forward_by_op(*inputs(96))
+    made = {op: [a.dtype for a in (out if isinstance(out, tuple) else (out,))]
+            for op, (_, out) in ops.items()}
+    assert made["qkv_proj"] == [np.float32] * 3  # Q, K, V
+    assert made == {op: [np.float32] * len(made[op]) for op in perf.OPS}
+    S, A, O = (ops[op][1] for op in ("scores", "softmax", "av"))
     assert S.shape == A.shape == (4, 96, 96) and O.shape == (4, 96, 16)
     np.testing.assert_allclose(A.sum(axis=-1), 1, rtol=1e-5)
     assert np.all(np.triu(A[0], 1) == 0)  # masked positions get exactly zero weight
@@ -75,8 +89,8 @@ def test_weights_deterministic_from_seed():
 def test_timed_forward_contract_and_same_output():
     x, mha = inputs(128)
     times, out = perf.attention_forward_timed(x, mha, return_output=True)
-    # The lab's contract, spelled as the lab spells it: the one place tests/ writes the five ops
-    # out; everything else reads perf.OPS.
+    # The lab's contract, spelled as the lab spells it: the one place tests/ writes the ops out;
+    # everything else reads perf.OPS.
     assert tuple(times) == ("qkv_proj", "scores", "softmax", "av", "out_proj", "total")
     assert perf.TIMED_KEYS == tuple(times)
     np.testing.assert_array_equal(out, perf.attention_forward(x, mha))
@@ -99,13 +113,11 @@ def test_each_timer_wraps_its_own_op(monkeypatch, slow):
 
 def test_the_byte_model_weighs_the_forward_s_real_arrays():
     x, mha = inputs(64)
-    mask = perf.causal_mask(64)
-    Q, K, V = perf.qkv_proj(x, mha)
-    S = perf.scores(Q, K, 4)
-    A = perf.softmax(S, mask)
-    O = perf.av(A, V, 4)
-    real = {"x": x, "W": mha.W_O, "Q": Q, "K": K, "V": V, "S": S, "mask": mask, "A": A, "O": O,
-            "out": perf.out_proj(O, mha)}
+    ops = forward_by_op(x, mha)
+    (Q, K, V), S, A, O, out = (ops[op][1] for op in ("qkv_proj", "scores", "softmax", "av",
+                                                      "out_proj"))
+    real = {"x": x, "W": mha.W_O, "Q": Q, "K": K, "V": V, "S": S, "mask": perf.causal_mask(64),
+            "A": A, "O": O, "out": out}
     model = perf.forward_arrays(64, 64, 4)
     assert {k: v.nbytes for k, v in real.items()} == {k: model[k] for k in real}
     # By hand, T = d = 64, h = 4: (T, d) 16 KiB, (h, T, T) 64 KiB, (T, T) 16 KiB, (h, T, 1) 1 KiB.
@@ -115,23 +127,22 @@ def test_the_byte_model_weighs_the_forward_s_real_arrays():
 def test_the_steps_and_passes_mirror_the_ops_and_count_their_bytes():
     # scores' steps and the softmax's passes, run in turn, make the forward's own S and A, and
     # the arrays they make weigh what forward_arrays says: if softmax() or scores() changed and
-    # the passes did not, or the byte model did not, this goes red.
-    x, mha = inputs(64)
-    mask = perf.causal_mask(64)
-    Q, K, _ = perf.qkv_proj(x, mha)
-    steps, S = perf.scores_steps(Q, K, 4)
+    # the passes did not, or the byte model did not, this goes red. Each takes what its op took.
+    ops = forward_by_op(*inputs(64))
+    steps, S = perf.scores_steps(*ops["scores"][0])
     assert list(steps) == list(perf.SCORES_STEPS) == ["matmul", "scale"]
-    np.testing.assert_array_equal(S, perf.scores(Q, K, 4))
+    np.testing.assert_array_equal(S, ops["scores"][1])
     np.testing.assert_array_equal(steps["matmul"]() / 4.0, S)  # sqrt(d_k) = 4
-    calls, (Z, m, D, E, s) = perf.softmax_passes(S, mask)
+    calls, (Z, m, D, E, s) = perf.softmax_passes(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)
-    np.testing.assert_array_equal(E / s, perf.softmax(S, mask))
-    np.testing.assert_array_equal(calls["divide"](), perf.softmax(S, mask))
+    np.testing.assert_array_equal(E / s, ops["softmax"][1])
+    np.testing.assert_array_equal(calls["divide"](), ops["softmax"][1])
     model = perf.forward_arrays(64, 64, 4)
     assert {k: v.nbytes for k, v in dict(Z=Z, m=m, D=D, E=E, s=s).items()} == {
         k: model[k] for k in "ZmDEs"}
     big, mask_b, row, qk = 65536, 16384, 1024, 16384  # (h, T, T), (T, T), (h, T, 1), (T, d) bytes
     n = perf.pass_bytes(64, 64, 4)
     assert n["scores/matmul"] == 2 * qk + big  # Q and K read, Q K^T written
-    assert [n[f"softmax/{p}"] for p in perf.PASSES] == [
-        2 * big + mask_b, big + row, 2 * big + row, 2 * big, big + row, 2 * big + row]
+    by_hand = {"mask_add": 2 * big + mask_b, "max": big + row, "subtract": 2 * big + row,
+               "exp": 2 * big, "sum": big + row, "divide": 2 * big + row}  # each pass by its name
+    assert {p: n[f"softmax/{p}"] for p in perf.PASSES} == {p: by_hand[p] for p in perf.PASSES}

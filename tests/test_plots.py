@@ -13,14 +13,10 @@ from matplotlib.text import Text
 
 import perf
 import synthetic
-from conftest import EXP, run_perf
+from conftest import committed_results, run_perf
 
 SIX_T = {T: {op: ms * (T / 512) ** 1.6 for op, ms in synthetic.TIMES_MS[512].items()}
          for T in (64, 128, 256, 512, 1024, 2048)}
-
-
-def committed():
-    return json.loads((EXP / "results.json").read_text())
 
 
 def awkward():
@@ -42,8 +38,8 @@ def awkward():
     return res
 
 
-CASES = {"committed": committed, "synthetic": synthetic.run, "six_T": lambda: synthetic.run(SIX_T),
-         "awkward": awkward}
+CASES = {"committed": committed_results, "synthetic": synthetic.run,
+         "six_T": lambda: synthetic.run(SIX_T), "awkward": awkward}
 
 
 @pytest.fixture(params=CASES)
@@ -58,12 +54,13 @@ def test_the_stacked_bars_are_the_json_s_times(res):
     for i, op in enumerate(perf.OPS):
         np.testing.assert_allclose([b.get_height() for b in bars[i]],
                                    [r["ops"][op]["time_s"] * 1e3 for r in res["sweep"]])
-    tops = [sum(b.get_height() for b in col) for col in zip(*bars[:5])]
+    n = len(perf.OPS)  # a container per op, then the default heap's
+    tops = [sum(b.get_height() for b in col) for col in zip(*bars[:n])]
     np.testing.assert_allclose(tops, [r["forward_s"] * 1e3 for r in res["sweep"]])
     labels = {t.get_text().split(" ms")[0] for t in fig.findobj(Text) if " ms\n" in t.get_text()}
     assert {f"{r['forward_s'] * 1e3:.3f}" for r in res["sweep"]} <= labels  # one definition
     default = {r["T"]: r["forward_s"] * 1e3 for r in res["sweep_default_heap"]}
-    drawn = [b.get_height() for b in bars[5]]
+    drawn = [b.get_height() for b in bars[n]]
     top = ax.get_ylim()[1]
     for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale
         assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and h >= top / 1.2)

@@ -77,22 +77,28 @@ def test_a_sample_of_the_real_forward_lasts_min_time():
     assert s["batch_s"] >= 0.01 and s["n"] >= 1
     # The canary was read before the sample and after it, never during: its last reading.
     assert s["canary_pair"] == canary["readings"][-2:] and len(canary["readings"]) == 2
-    # The five ops' times add up to the timed total (to rounding), which the wall time bounds.
+    # The ops' times add up to the timed total (to rounding), which the wall time bounds.
     assert sum(s[op] for op in perf.OPS) == pytest.approx(s["total"])
     assert 0 < s["total"] <= s["batch_s"] / s["n"]
 
 
+N = len(perf.OPS)  # the timed ops
+WALL = N + 1       # sample()'s wall time a forward, in op times: the timers miss one op's worth
+
+
 def sample(ms, n=10, batch_s=None, ratio=1.0, **ops):
-    """A sample of n forwards whose five ops take `ms` each (or as `ops` says) and whose wall time
-    is 6 ms a forward, unless batch_s says otherwise; its canary ran `ratio` times its reference."""
+    """A sample of n forwards whose N ops take `ms` each (or as `ops` says) and whose wall time
+    is WALL * ms a forward (the timers miss one op's worth), unless batch_s says otherwise; its
+    canary ran `ratio` times its reference."""
     return {**{k: ms / 1e3 for k in perf.TIMED_KEYS}, **ops, "n": n,
-            "batch_s": batch_s or n * 6 * ms / 1e3, "canary_ratio": ratio, "canary_part": "blas"}
+            "batch_s": batch_s or n * WALL * ms / 1e3, "canary_ratio": ratio, "canary_part": "blas"}
 
 
 def test_pool_T_by_hand():
-    # Two workers, five samples each. Each forward's five ops take 1 ms, its wall 6 ms: the
-    # timers miss 1 - 5/6 of it. Two samples (one a one-thread one) lasted 9 ms of a 10 ms
-    # minimum. One more sample ran while the canary was 2x slow: 4 ms an op, set aside.
+    # Two workers, five samples each. Each forward's N ops take 1 ms, its wall WALL = N + 1 ms:
+    # the timers miss 1 - N/WALL of it (1 - 5/6 for the lab's five ops). Two samples (one a
+    # one-thread one) lasted 9 ms of a 10 ms minimum. One more sample ran while the canary was 2x
+    # slow: 4 ms an op, set aside.
     a = {"samples": [sample(1, n=10)] * 4 + [sample(1, n=12, batch_s=0.009)], "faults": 11,
          "timer_ratios": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": [], "canary_s": 0.001}
     b = {"samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
@@ -106,13 +112,16 @@ def test_pool_T_by_hand():
     # The figures: the ten kept samples, 1 ms each; over all eleven, the 25th percentile too.
     assert row["ops"]["softmax"]["time_s"] == 0.001 and row["ops"]["softmax"]["min_s"] == 0.001
     assert row["ops"]["softmax"]["all_samples_time_s"] == 0.001
-    assert row["ops"]["softmax"]["median_s"] == 0.001 and row["forward_s"] == pytest.approx(0.005)
+    assert row["ops"]["softmax"]["median_s"] == 0.001
+    assert row["forward_s"] == pytest.approx(N * 0.001)
     assert row["samples_below_min_time"] == 2 and row["shortest_sample_s"] == 0.009
-    assert row["accounting_gap"] == pytest.approx(1 - 5 / 6)
+    assert row["accounting_gap"] == pytest.approx(1 - N / WALL)
     # 11 faults over 4 * 10 + 12 + 5 * 10 + 10 = 112 forwards (the set-aside sample's too)
     assert row["page_faults_per_forward"] == pytest.approx(11 / 112)
-    # The canary's cost: 3 ms over the samples' 4 * 60 + 9 + 5 * 60 + 240 ms.
-    assert row["canary_cost"] == pytest.approx(0.003 / 0.789)
+    # The canary's cost: 3 ms over the samples' ms (4 * 60 + 9 + 5 * 60 + 240 = 789 for five ops),
+    # the one-thread sample's not among them.
+    assert row["canary_cost"] == pytest.approx(
+        3 / (4 * 10 * WALL + 9 + 5 * 10 * WALL + 10 * 4 * WALL))
     # The ten ratios' median 1.045 and its interval, X(2) and X(9): 1.01 and 1.08.
     assert row["instrumentation_overhead"] == pytest.approx(0.045)
     assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.08])
