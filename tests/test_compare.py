@@ -7,7 +7,7 @@ import pytest
 
 import perf
 import synthetic
-from conftest import EXP, committed_results
+from conftest import EXP
 
 
 def save(tmp_path, name, res):
@@ -110,7 +110,6 @@ def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, quick_run
 
 
 def test_the_committed_run_against_a_quick_run(tmp_path, quick_run):
-    committed_results()  # skipped while the committed run predates perf.OPS
     assert perf.main(["--compare", str(EXP), str(quick_run[0]), "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "compare.json").read_text())["rows"]
     assert len(rows) == len(perf.T_SWEEP) * len(perf.OPS)  # each T of both runs, each op

@@ -57,6 +57,7 @@ PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_o
 # The lab's experiment.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the one list of the timed ops
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
+FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fuses: S to out_h
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
                                      # Phase 27's preview (else the largest T), float64's exp
@@ -79,7 +80,7 @@ class UsageError(Exception):
 # ----------------------------------------------------------------------------------------------
 # Block A: the model, and the same forward with a timer around each op.
 # Heads are a leading batch axis (h, T, d_k) and numpy's batched matmul runs them: naive (no
-# fusing, no out= buffers, A fully materialised), and it keeps the per-op timers down to six.
+# fusing, no out= buffers, A fully materialised), and it keeps the timers to one per op.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ def pool_T(T, parts, min_time):
     """One T's row from `parts`, its workers' records: per op summarize's statistics of the
     samples the canary kept, and time_s over all; how many were set aside and every sample's
     canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
-    the timers miss, the faults. forward_s, a bar's height, is the five ops' time_s summed."""
+    the timers miss, the faults. forward_s, a bar's height, is the ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     by_process = [kept_batches(p["samples"]) for p in parts]  # each judged by its own canary
@@ -398,7 +399,7 @@ def footer(fig, res, marks, protocol):
 
 
 def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
-    """One stacked bar per row (the five ops' time_s, ms), the default heap's hatched bar
+    """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar
     against it; rows whose T is `labelled` get their time and dominant op. Returns the labels."""
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
@@ -470,7 +471,7 @@ def plot_perf(res):
     handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(
         fill=False, hatch="///", edgecolor="0.45", label="the same forward, glibc's default heap"
                                                          " (page faults per forward)")]
-    fig.legend(handles=handles, loc="upper center", ncol=6, fontsize=8.5, frameon=False,
+    fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     dflt = res["sweep_default_heap"][0]
     low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of the kept "
@@ -681,7 +682,7 @@ def plot_roofline(res):
     points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
     entries = points + [
         (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"scores + softmax + av at T={pv['T']}, measured (the lab's bytes): I = "
+         f"{' + '.join(FUSED)} at T={pv['T']}, measured (the lab's bytes): I = "
          f"{m['intensity']:.2f}")] + roofs + [
         (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
@@ -757,9 +758,9 @@ def expected_observations(rows):
 
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
-    """scores + softmax + av as one op: the same FLOPs; measured, the lab's bytes of the three;
+    """The FUSED ops as one op: the same FLOPs; measured, the lab's bytes of each of them;
     S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
-    fused = [row["ops"][op] for op in ("scores", "softmax", "av")]
+    fused = [row["ops"][op] for op in FUSED]
     flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
     seconds = sum(o["time_s"] for o in fused)
     a = forward_arrays(row["T"], d_model, n_heads)
@@ -823,7 +824,7 @@ def pass_bound(in_cache, copy):
 
 
 def softmax_pass_comparisons(rows, warm, d_model, n_heads):
-    """Block E's why, from controlled comparisons of the softmax's six numpy passes, never from
+    """Block E's why, from controlled comparisons of the softmax's numpy passes, never from
     the sweep's times: per T and pass, ns per element at that T, the same call on as many rows
     as fit in cache, one thread's copy moving the pass's bytes, and what one call of one row
     costs (us), each the median over the processes that timed it with its interval; the bound
@@ -935,7 +936,7 @@ def make_manifest(results, argv):
         | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
         "results_summary_definitions": {  # each figure from time_s, its 25th percentile
-            "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the five ops' sum)",
+            "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
         "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
@@ -1259,7 +1260,7 @@ def machine_load(own_pids):
 
 # ----------------------------------------------------------------------------------------------
 # Timing and intervals: run_for times every batch of a run, watched reads the canary around it,
-# quantile_interval makes each interval, timer_cost_ratio prices the six timers; slow and
+# quantile_interval makes each interval, timer_cost_ratio prices the timers; slow and
 # kept_batches say which batches the canary kept.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -1362,7 +1363,7 @@ def kept_batches(batches, is_slow=slow):
 
 
 def timer_cost_ratio(x, mha, mask, n, r):
-    """What the six timers cost: m timed over m untimed forwards (m a small share of the
+    """What the timers cost: m timed over m untimed forwards (m a small share of the
     sample's n), back to back in an order that alternates with the round r."""
     m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
     for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
@@ -1497,7 +1498,7 @@ def combine_ceilings(rates_by_worker, spec):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' two steps, and the softmax's six passes, each beside the
+# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
 # same call in cache, one row's call, and a copy of the pass's bytes (why they cost what they do:
 # controlled comparisons, never inputs to the figures they test).
 
