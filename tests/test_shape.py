@@ -18,13 +18,12 @@ def local_names(fn):
     return bound
 
 
-def test_at_most_2280_lines_of_at_most_100_characters_and_no_function_over_60():
-    # Issue 31 asked for 2,000 at the end of its batch; the batch ended at 2,275: the refactor's
-    # Part I / Part II banners, the process as the unit of replication (its estimator, two checks)
-    # and the softmax's pass comparisons added more than the softmax model's removal took away.
-    # The cap holds the file where that batch left it.
+def test_at_most_2235_lines_of_at_most_100_characters_and_no_function_over_60():
+    # Issue 31 asked for 2,000 at the end of its batch; the file stands at 2,231: the anatomy folded
+    # into the passes and two simplification passes took out about 50 lines, and what is left
+    # is the features earlier issues built (see the closing note). The cap holds it there.
     lines = SOURCE.splitlines()
-    assert len(lines) <= 2280
+    assert len(lines) <= 2235
     assert [i + 1 for i, ln in enumerate(lines) if len(ln) > 100] == []
     long = {name: n.end_lineno - n.lineno + 1 for name, n in TOP.items()
             if n.end_lineno - n.lineno + 1 > 60}
