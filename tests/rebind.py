@@ -9,7 +9,8 @@ results.json, manifest.json and reruns.json in place of the committed ones:
 Every figure that bindings.py binds is rewritten in the five documents: its phrase is found with
 the old figure (read off the committed files, `git show HEAD:`; a figure the committed files
 cannot give, from a key new to results.json, as the one word where it stands), wherever the
-phrase wraps over lines, and the figure is replaced by the new one. Then one line per statement to re-read:
+phrase wraps over lines, and the figure is replaced by the new one. Then one line per statement
+to re-read:
 
     CLAIM <document>: <phrase>      a claim of bindings.CLAIMS that the new run does not bear out
     CONDITION <document>: <phrase>  a figure that encodes a condition ("?"), which flipped: it is

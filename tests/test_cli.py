@@ -144,7 +144,8 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
             "threads_limit": None, "heap_mode": "default", "rounds": 1, "interleave": True,
-            "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "in_cache_bytes": 1 << 17, "ceiling_spec": None, **kw}
+            "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "in_cache_bytes": 1 << 17,
+            "ceiling_spec": None, **kw}
 
 
 def test_the_thread_limit_reaches_the_worker():
