@@ -458,7 +458,6 @@ SOFTMAX_LARGEST = lambda r: set(r["analysis"]["dominant_op_per_T"].values()) == 
 LAB_BYTES = lambda r: SP(r, 512)["passes_bytes"] / op(r, 512, "softmax")["bytes"]  # noqa
 NO_THRESHOLD = lambda r: (THR(r)["T_threshold"] is None  # noqa: E731
                           and not any(op(r, T, k)["bound"] == "compute" for T in TS for k in ("scores", "av")))
-ALL_PASSES = lambda r, pred: all(pred(p) for e in r["analysis"]["softmax_passes"] for p in e["passes"])  # noqa
 PASSES_ADD_UP = lambda r: all(0.75 <= PASS_RATIO(e) <= 1.1 for e in r["analysis"]["softmax_passes"])  # noqa
 AT_LEAST_BOTH = lambda r, T: all(  # noqa: E731
     p["ns_per_element"] >= max(p["copy_ns_per_element"], p["in_cache_ns_per_element"])
