@@ -107,8 +107,8 @@ def rebind_document(name, table, old, new, report):
 
 def rerun_digest(r, m):
     """What the write-up compares across runs: the manifest, and from results.json each answer's
-    figures, the classes, the processes' spread, the softmax's passes, the threads, the heap and
-    the copies."""
+    figures, the classes, the processes' spread, the softmax's passes, the threads, the heap, the
+    copies and each process's canary reference."""
     at = {x["T"]: x for x in r["sweep"]}
     a = r["analysis"]
     return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
@@ -140,7 +140,8 @@ def rerun_digest(r, m):
             "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_bound",
                                                   "plateau", "past_llc")}
                        for n, lv in r["ceilings"]["levels"].items()},
-            "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()}}
+            "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},
+            "canary_reference_s": r["canary"]["reference_s"]}
 
 
 def write_reruns(folders):
