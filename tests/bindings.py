@@ -318,7 +318,9 @@ LAB = [
     ("**Process to process.** {} Each process", lambda r, m: states(r)),
     ("correlation **{}** over the ten processes", lambda r, m: f"{BLAS_R(r):+.2f}"),
     ("**{}** in each rerun", lambda r, m: "{:+.2f}** to **{:+.2f}".format(min(R_BLAS_R(*widest(r))), max(R_BLAS_R(*widest(r))))),
-    ("at T = 512, at most **{}** in the reruns)", lambda r, m: f"{max(R_BLAS_R(widest(r)[0], 512)):+.2f}"),
+    ("at T = 512, **{}** here,", lambda r, m: "{:+.2f}".format(statistics.correlation(
+        [c["blas"] for c in r["canary"]["reference_s"][1:]], op(r, 512, widest(r)[0])["worker_times"]))),
+    ("here, at most **{}** in the reruns)", lambda r, m: f"{max(R_BLAS_R(widest(r)[0], 512)):+.2f}"),
     ("varies less within itself: {} (relative SD", lambda r, m: "at T = {1} its samples of {0} spread by **{2} %**".format(
         *widest(r), pct(op(r, widest(r)[1], widest(r)[0])["within_process_rsd"]))),
     ("the ten estimates by **{} %**", lambda r, m: pct(op(r, widest(r)[1], widest(r)[0])["between_process_rsd"])),
