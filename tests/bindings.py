@@ -119,8 +119,10 @@ def which_beta(r):
             + f" (both within the {'VM' if r['hardware']['virtualized'] else 'machine'}'s reported"
               " L3)" * (not dram["past_llc"])
             + f": no plateau. Against that rate the ridge would be **{num(other, 2)}**, " + (
-                f"below d_k/2, and scores and av would pass it above T = **{T:.0f}**." if T else
-                "above d_k/2: still no threshold T."))
+                f"below d_k/2, and scores and av would pass it above T = **{T:.0f}**" if T else
+                "above d_k/2: still no threshold T")
+            + f"; question 2's ratio would be **{pct(Q2_OTHER(r))} %**"
+            + f", {'not ' * (Q2_OTHER(r) >= 0.1)}under 10 %.")
 
 
 def by_class(r, k, key):
@@ -214,12 +216,13 @@ R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passe
 
 
 def bounds_in_reruns(r):
-    """The passes whose bound at T = 512 every rerun shares with this run, and the others."""
-    same = [p["pass"] for p in SP(r, 512)["passes"]
-            if all(next(e for e in x["softmax_passes"] if e["T"] == 512)["passes"][p["pass"]]["bound"] == p["bound"]
-                   for x in RERUNS)]
-    other = [p for p in perf.PASSES if p not in same]
-    return (word_list(same) or "none") + (f", not for {word_list(other)}" if other else "")
+    """The passes whose bound at T = 512 every rerun shares with this run, and in how many reruns
+    the others' does."""
+    at_512 = [next(e for e in x["softmax_passes"] if e["T"] == 512)["passes"] for x in RERUNS]
+    agree = {p["pass"]: sum(e[p["pass"]]["bound"] == p["bound"] for e in at_512) for p in SP(r, 512)["passes"]}
+    same = [p for p, n in agree.items() if n == len(RERUNS)]
+    other = [f"{p}'s in {WORDS[n]}" for p, n in agree.items() if n < len(RERUNS)]
+    return f"{word_list(same) or 'no pass'}" + (f"; {word_list(other)}" if other else "")
 
 
 def slow_end(r):
@@ -368,7 +371,7 @@ LAB = [
     ("fast state: here {} of the", lambda r, m: "**{}**, **{}**, **{}** and **{}**".format(
         *(ASIDE(r, T) for T in TS))),
     ("of the {} samples at T = 64", lambda r, m: str(r["config"]["samples_per_T"])),
-    ("untimed forwards, cost **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
+    ("**Timers** cost **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
     ("to **{} %** of a forward, the most", lambda r, m: pct(max(TIMER(r)), 2)),
     ("the most at T = {} (95 %", lambda r, m: str(TIMER_MAX(r)["T"])),
     ("(95 % interval **{}** to", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_ci95"][0], 2)),
@@ -392,7 +395,7 @@ LAB = [
     ("themselves quiet and **{}** disturbed", lambda r, m: COUNT(lambda x: x["conditions_verdict"] != "quiet")),
     ("their sum **{}** times the softmax at every T", lambda r, m: "{}** to **{}".format(
         num(min(R_PASS_RATIOS()), 2), num(max(R_PASS_RATIOS()), 2))),
-    ("the table's bound column at T = 512 the same for {}.", lambda r, m: bounds_in_reruns(r)),
+        ("The table's bounds held in every rerun for {}.", lambda r, m: bounds_in_reruns(r)),
     ("**one** disturbed. {}.", lambda r, m: slow_end(r)),
     *(op_rerun_row(k, 512) for k in ("scores", "softmax", "av")),
     rerun_row("Q2: of the memory roofline (%)", lambda r, m: SM(r)["ratio_to_memory_ceiling"],
@@ -495,6 +498,9 @@ BELOW_BOTH_ADDED = lambda r: all(  # noqa: E731
     p["ns_per_element"] < p["copy_ns_per_element"] + p["in_cache_ns_per_element"] for p in SP(r, 512)["passes"])
 EXP_VECTORISED = lambda r: (EXP(r)["float64_interval"][0] > 2 * EXP(r)["float32_interval"][1]  # noqa: E731
                             and r["hardware"]["numpy_softmax_kernels"]["exp"] == "X86_V4")
+OTHER_UNDER = lambda r: (not LV(r, "DRAM")["plateau"] and LV(r, "DRAM")["check_bytes"] < LV(r, "DRAM")["bytes"]  # noqa: E731
+                         and Q2_OTHER(r) < 0.1 <= SM(r)["ratio_to_memory_ceiling"])
+Q2_OTHER = lambda r: SM(r)["GFLOPS"] / (LV(r, "DRAM")["GBps_check"] * SM(r)["intensity"])  # noqa: E731  at the other copy
 WIDEST = lambda r: op(r, widest(r)[1], widest(r)[0])  # noqa: E731
 BLAS_R = lambda r: statistics.correlation(  # noqa: E731  each warm process's BLAS canary against its estimate
     [c["blas"] for c in r["canary"]["reference_s"][1:]], WIDEST(r)["worker_times"])
@@ -518,9 +524,9 @@ CLAIMS = [
     (LABR, "far left of it at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (LABR, "the answer changes", lambda r, m: any(
         op(r, T, k)["level_bound"] != op(r, T, k)["bound"] for T in TS for k in ("scores", "av"))),
-    (LABR, "Past the L2 that roof is the L3's, a copy nearly as large as β's", lambda r, m: LV(r, "L3")["same_roof_as_DRAM"]
+    (LABR, "Past the L2 that roof is a copy nearly as large as β's", lambda r, m: LV(r, "L3")["same_roof_as_DRAM"]
      and LV(r, "L3")["bytes"] >= 0.8 * LV(r, "DRAM")["bytes"]),
-    (LABR, "no two-thread roof at the data's own size was measured", lambda r, m: list(C(r)["levels"]) == ["L1d", "L2", "L3", "DRAM"]
+    (LABR, "not a two-thread one at the data's size", lambda r, m: list(C(r)["levels"]) == ["L1d", "L2", "L3", "DRAM"]
      and LV(r, "L2")["capacity_bytes"] < SM(r)["working_set_bytes"] < LV(r, "L3")["bytes"] / 10),
     (LABR, "above d_k/2, so scores and av would be memory-bound against DRAM at every T there",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
@@ -538,6 +544,8 @@ CLAIMS = [
         PS(r, 512, "exp")[k] <= 1.25 * PS(r, 512, "subtract")[k] for k in ("in_cache_ns_per_element", "ns_per_element"))),
         (LABR, "their intervals overlapping", lambda r, m: PS(r, 512, "exp")["ns_per_element_interval"][0]
      <= PS(r, 512, "subtract")["ns_per_element_interval"][1]),
+    (LABR, "not under the lab's 10 % against β (Which β", lambda r, m: SM(r)["ratio_to_memory_ceiling"] >= 0.1
+     and not LV(r, "DRAM")["plateau"]),
     (LABR, "numpy's float32 exp is vectorised", lambda r, m: EXP_VECTORISED(r)),
     (LABR, "does not hold on this machine", lambda r, m: EXP_VECTORISED(r)),
     (LABR, "At T = 512 each pass takes at least as long as its call in cache and as a copy of its bytes",
@@ -570,9 +578,9 @@ CLAIMS = [
         for x in RERUNS for k in OPS)),
     (LABR, "There each process varies less within itself", lambda r, m: LEVELS(r)),
     (LABR, "and a process's estimate tracks its BLAS canary", lambda r, m: BLAS_TRACKS(r)),
-    (LABR, "So the level is likely the process's BLAS threads' state", lambda r, m: BLAS_TRACKS(r)
+    (LABR, "So the level there is likely the BLAS threads' state", lambda r, m: BLAS_TRACKS(r)
      and widest(r)[1] != 512 and max(R_BLAS_R(widest(r)[0], 512)) < 0.5),
-    (LABR, "what sets that state is not recorded", lambda r, m: True),  # marked
+    (LABR, "what sets it is not recorded", lambda r, m: True),  # marked
     (LABR, "the forward faults its fresh T×T temporaries in from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
     (LABR, "the softmax, which calls no BLAS", lambda r, m: 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
     (LABR, "Two BLAS threads' time over one's (below one: two are faster)", lambda r, m: all(
@@ -612,7 +620,8 @@ CLAIMS = [
      "a copy of its bytes and at least its cost in cache", lambda r, m: AT_LEAST_BOTH(r, 512)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
      lambda r, m: FAULTS_FROM_256(r) and [w["label"] for w in r["worker_processes"]].count("default heap") == 1),
-    ("README.md", "a copy's rate with no DRAM plateau here", lambda r, m: not LV(r, "DRAM")["plateau"]),
+    ("README.md", "against a smaller copy's rate it falls under 10 %", lambda r, m: OTHER_UNDER(r)),
+    (REP, "(under 10 % against a smaller copy's rate)", lambda r, m: OTHER_UNDER(r)),
     ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["bound"] == "compute"),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     ("README.md", "against the lab's expectation that the projections lead", lambda r, m: not OBS(r, 0)["held"]),
@@ -658,7 +667,7 @@ CLAIMS = [
     (REFL, "at the longest length it cost only a little more than a subtraction", lambda r, m: 1
      < PS(r, 512, "exp")["ns_per_element"] / PS(r, 512, "subtract")["ns_per_element"] <= 1.25),
     (REFL, "So naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
-    (REFL, "the slow processes were also slow on a small matmul that shares no buffers with it",
+        (REFL, "at one length the slow processes were also slow on a small matmul that shares no buffers with it",
      lambda r, m: BLAS_TRACKS(r)),
     (REFL, "scores and av never reach the ridge on this machine",
      lambda r, m: ALL_T(r, ("scores", "av"), "memory")),
