@@ -51,11 +51,6 @@ def at_most(v, decimals):
     return num(math.ceil(v * 10 ** decimals) / 10 ** decimals, decimals)
 
 
-def at_least(v, decimals):
-    """A bound the text calls "at least": rounded down."""
-    return num(math.floor(v * 10 ** decimals) / 10 ** decimals, decimals)
-
-
 def word(flag):
     return "yes" if flag else "no"
 
