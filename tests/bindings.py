@@ -440,7 +440,7 @@ SOLUTION = [
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("more than {} % from the first worker", lambda r, m: pct(perf.CLOCK_DROP_LIMIT, 0)),
     ("distribution-free {} % interval", lambda r, m: pct(perf.CONFIDENCE, 0)),
-    ("wider\n  than ×{} (it then".replace("\n ", ""), lambda r, m: str(perf.SPREAD_LIMIT)),
+    ("wider than ×{} (it then", lambda r, m: str(perf.SPREAD_LIMIT)),
     ("holding at least {} % of the forward", lambda r, m: pct(perf.MATERIAL_SHARE, 0)),
     ("sorted estimates over {} %", lambda r, m: pct(perf.STATE_GAP - 1, 0)),
 ]

@@ -150,9 +150,9 @@ def write_reruns(folders):
                            for name in ("results.json", "manifest.json"))) for f in folders]
     what = (f"{len(runs)} fresh default runs made one after another, just before the committed "
             "run, by the same perf.py (perf_py_sha256), each from the repository's root as python "
-            "experiments/15-attention-perf/perf.py --out runs/rerun_NN (its manifest's command names "
-            "the script as perf.py, from perf.py's folder): its manifest and the "
-            "figures the write-up compares across runs (tests/rebind.py, rerun_digest)")
+            "experiments/15-attention-perf/perf.py --out runs/rerun_NN (its manifest's command "
+            "names the script as perf.py, from perf.py's folder): its manifest and the figures the "
+            "write-up compares across runs (tests/rebind.py, rerun_digest)")
     (EXP / "reruns.json").write_text(json.dumps({"what": what, "runs": runs}, indent=1) + "\n")
     print(f"wrote {EXP / 'reruns.json'}: {len(runs)} runs")
     return 0
