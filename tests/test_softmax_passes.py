@@ -2,6 +2,7 @@
 copy of the same bytes, each a median over the processes with its interval, the bound named by
 a rule that could have come out either way, and nothing read from the sweep's times."""
 import copy
+import functools
 
 import pytest
 
@@ -68,7 +69,7 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
 
     def watched(fn, min_time, canary):  # one call per batch, 1 ms, but the spell's
         k = seen[fn] = seen.get(fn, 0) + 1
-        spell = (fn is exp_at and k == 1) or (fn.__class__.__name__ == "partial" and k == rounds)
+        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == rounds)
         return 1, (10e-3 if spell else 1e-3), [None, None]
 
     monkeypatch.setattr(perf, "watched", watched)
