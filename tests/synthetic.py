@@ -44,7 +44,7 @@ def op(seconds, worker_times):
     return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
             "all_samples_time_s": seconds, "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
             "p75_s": seconds, "min_s": seconds, "worker_times": worker_times,
-            "worker_spread": spread, "unstable": False}
+            "worker_spread": spread, "process_groups": perf.process_groups(worker_times)}
 
 
 def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
@@ -60,7 +60,8 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
-                "workers": len(workers), "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
+                "workers": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
+                "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "set_aside_by_canary_part": {"blas": 3}, "figures_from": "kept samples",
                 "canary_ratios": [1.0] * 97 + [1.8] * 3, "canary_cost": 0.005,
                 "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
@@ -84,7 +85,9 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(workers),
            "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2}
     warm = [worker(list(times_ms))] * len(workers)
-    conditions = perf.verdict_from(perf.cooperation_checks(windows, 2))
+    conditions = {**perf.verdict_from({}), "findings": {
+        "process_groups": perf.process_group_findings(rows),
+        "threads_cooperate": perf.cooperation_finding(windows, 2)}}
     if verdict == "disturbed":
         conditions.update(verdict="disturbed", failed=[
             {"check": "threads_cooperate", "reason": r, "remedy": "rerun later", "do": "rerun later"}
@@ -96,5 +99,6 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
+            "canary": {"left_out": {}},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
             "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}

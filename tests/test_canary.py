@@ -104,7 +104,9 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
     # Both readings slow: the slowest part names it.
     assert batches[2]["canary_ratio"] == 2.0 and batches[2]["canary_part"] == "blas"
-    assert perf.kept_batches(batches) == batches[:2] and perf.kept_batches(batches[2:]) == batches[2:]
+    # None kept: none, never all of them back (a process the canary saw slow throughout feeds
+    # nothing; pool_T records it).
+    assert perf.kept_batches(batches) == batches[:2] and perf.kept_batches(batches[2:]) == []
 
 
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(
@@ -151,27 +153,34 @@ def whole_worker(monkeypatch, factors):
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
 
 
-def test_a_slow_period_covering_one_whole_worker_disturbs_the_run(tmp_path, monkeypatch):
-    # Warm 2 of three ran its whole life with the machine slow: its canary twice as slow as the
-    # others', in both parts. Its own reference cannot see it (none of its samples is set aside);
-    # the processes' references side by side do.
-    whole_worker(monkeypatch, [{}, {}, {"compute": 2.0, "blas": 2.0}, {}])
+def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,
+                                                                           monkeypatch, capsys):
+    # Warm 2 of three ran its whole life slow: its canary's BLAS part twice the others'. Its own
+    # reference cannot see it (none of its samples is set aside); the processes' references side
+    # by side do: it is left out of every T's figures, named, and the run stays quiet.
+    whole_worker(monkeypatch, [{}, {}, {"blas": 2.0}, {}])
     res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
-    failed = {f["check"]: f for f in res["conditions"]["failed"]}
-    assert res["conditions"]["verdict"] == "disturbed"
-    assert failed["slow_process"]["reason"].startswith(
-        "both parts of warm 2's canary ran at least 2.00x the warm processes' median")
+    assert res["canary"]["left_out"] == {"warm 2": {"canary_part": "blas", "ratio": 2.0}}
+    assert all(r["processes"] == ["warm 1", "warm 3"] for r in res["sweep"])
+    assert all(len(r["ops"]["softmax"]["worker_times"]) == 2 for r in res["sweep"])
+    assert res["conditions"]["verdict"] == "quiet"
+    assert res["conditions"]["checks"]["slow_process"] == {
+        "value": 1, "limit": 1, "applies": True, "ok": True}
+    perf.report(res, tmp_path)
+    assert "note: warm 2 left out: blas canary x2.0 the others' median; figures from 2 of 3" in \
+        capsys.readouterr().out
 
 
-def test_two_processes_in_two_layout_states_are_no_clock_drop_and_no_slow_period(
+def test_two_processes_in_two_layout_states_are_no_clock_drop_and_none_left_out(
         tmp_path, monkeypatch):
     # Three warm processes; one's BLAS part x1.15 for its whole life, another's compute part
-    # x1.3 (each its own memory layout, as measured on the reference's host): neither the clock
-    # check nor the slow-period check fails, and no sample is set aside (each process judged
-    # against its own fast state).
+    # x1.3 (as calm processes read on both hosts): neither the clock check nor the process rule
+    # fires, no process is left out, and no sample is set aside (each process judged against its
+    # own reference).
     whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"compute": 1.3}])
     res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     checks = res["conditions"]["checks"]
     assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True
+    assert res["canary"]["left_out"] == {}
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])

@@ -172,25 +172,31 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     hatched bars' own (one default-heap process), the rings', and that the fused star writes
     neither S nor A."""
     cfg, dflt = res["config"], res["sweep_default_heap"][0]
-    # Workers whose every sample the canary set aside give no estimate: the footer says so.
-    counts = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})
-    kept = "" if counts == [cfg["workers"]] else (
-        f" ({'-'.join(str(n) for n in counts)} with kept samples)")
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
-    samples = (f"the median over {cfg['workers']} warm worker processes{kept} of each one's "
-               f"25th percentile of its samples the canary kept ({cfg['samples_per_T']} per T in "
-               f"all, each >= {cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary "
-               f"over {perf.CANARY_SLOW}x its process's fast state: " + ", ".join(
-                   f"{r['samples_set_aside']} at T={r['T']}" + (
-                       f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
-                   for r in res["sweep"]))
+    # How many processes made each T's figures (fewer where one is left out or kept no sample),
+    # of how many, and that the interval covers those only; the samples and their length; each
+    # T's samples set aside, and the batch limit that set them aside.
+    counts = "-".join(map(str, sorted({len(r["processes"]) for r in res["sweep"]})))
+    samples = (f"the median over {counts} of this run's {cfg['workers']} warm worker processes "
+               "(its interval covers them only)")
+    facts = [f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
+             f"forwards)", f"over {perf.BATCH_SLOW}x its process's reference"] + [
+        f"{r['samples_set_aside']} at T={r['T']}" for r in res["sweep"]]
+    facts += [f"{k} left out (canary {v['canary_part']}" for k in res["canary"]["left_out"]
+              for v in [res["canary"]["left_out"][k]]]
+    if groups := res["conditions"]["findings"]["process_groups"]:
+        facts.append("processes in two groups, ")
+        assert any(f"{g['op']} at T={g['T']}: {g['groups'][0][1]} at" in said(perf.plot_perf(res))
+                   for g in groups)
     bars = perf.plot_perf(res)
     assert f"bars: each op's time_s, {samples}" in said(bars)
+    assert [f for f in facts if f not in said(bars)] == []
     assert (f"hatched: 25th percentile of the kept of {dflt['sample_count']} samples per T from "
             f"{dflt['workers']} default-heap process (set aside: " + ", ".join(
                 str(r["samples_set_aside"]) for r in res["sweep_default_heap"])) in said(bars)
     rings = perf.plot_roofline(res)
     assert f"rings: each op's time_s, {samples}" in said(rings)
+    assert [f for f in facts if f not in said(rings)] == []
     c = res["ceilings"]
     assert (f"roofs: beta and pi the 75th percentile of {c['beta_repeats']} and {c['pi_repeats']} "
             f"repeats, each >= {cfg['min_time_s'] * 1e3:g} ms; a cache level's of "

@@ -29,11 +29,14 @@ def test_summarize_by_hand():
     # The pooled samples' statistics beside (the lab's mean and SD): 40 values.
     pooled = np.array(procs, dtype=float).ravel()
     assert (s["mean_s"], s["min_s"]) == (pooled.mean(), 1.0)
-    # An interval 9.75 / 2.75 wide: past SPREAD_LIMIT, flagged unstable.
-    assert s["unstable"] is True
-    # Ten processes that agree within SPREAD_LIMIT: not unstable.
-    calm = perf.summarize([[10, 10.1, 11]] * 9 + [[10.2, 10.3, 10.4]])
-    assert calm["unstable"] is False and calm["time_s"] == pytest.approx(10.05)
+    # Estimates evenly spread (each gap x1.1 at most, narrower than either side's spread): one
+    # group, their median, ten processes.
+    assert s["process_groups"] == [[6.25, 10]]
+    # Seven processes at 10 and three at 30 (their estimates 10.05 and 30.05): two groups, each
+    # with its median and its count.
+    split = perf.summarize([[10, 10.1, 11]] * 7 + [[30, 30.1, 31]] * 3)
+    assert split["process_groups"] == [[pytest.approx(10.05), 7], [pytest.approx(30.05), 3]]
+    assert split["time_s"] == pytest.approx(10.05)
 
 
 def test_quantile_interval_by_hand():
@@ -99,9 +102,10 @@ def test_pool_T_by_hand():
     # the timers miss 1 - N/WALL of it (1 - 5/6 for the lab's five ops). Two samples (one a
     # one-thread one) lasted 9 ms of a 10 ms minimum. One more sample ran while the canary was 2x
     # slow: 4 ms an op, set aside.
-    a = {"samples": [sample(1, n=10)] * 4 + [sample(1, n=12, batch_s=0.009)], "faults": 11,
+    a = {"label": "warm 1", "samples": [sample(1, n=10)] * 4 + [sample(1, n=12, batch_s=0.009)],
+         "faults": 11,
          "timer_ratios": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": [], "canary_s": 0.001}
-    b = {"samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
+    b = {"label": "warm 2", "samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09], "canary_s": 0.002,
          "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
     row = perf.pool_T(64, [a, b], min_time=0.010)
@@ -109,6 +113,8 @@ def test_pool_T_by_hand():
     assert row["samples_set_aside"] == 1 and row["set_aside_by_canary_part"] == {"blas": 1}
     assert row["canary_ratios"] == [1.0] * 10 + [2.0] and row["set_aside_median_ratio"] == 2.0
     assert row["figures_from"] == "kept samples"
+    assert row["processes"] == ["warm 1", "warm 2"] and row["samples_in_figures"] == 10
+    assert row["processes_without_kept_samples"] == []
     # The figures: the ten kept samples, 1 ms each; over all eleven, the 25th percentile too.
     assert row["ops"]["softmax"]["time_s"] == 0.001 and row["ops"]["softmax"]["min_s"] == 0.001
     assert row["ops"]["softmax"]["all_samples_time_s"] == 0.001
@@ -127,11 +133,18 @@ def test_pool_T_by_hand():
     assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.08])
     # A platform that counts no page faults: unknown, not zero.
     assert perf.pool_T(64, [{**a, "faults": None}, b], 0.01)["page_faults_per_forward"] is None
-    # Every sample slow: the figures from all of them, and the row says so.
-    slow = {**a, "samples": [sample(3, ratio=1.5)] * 4}
+    # One process whose every sample ran slow (3 ms an op) feeds nothing, and the row names it:
+    # the figures are the other's, 1 ms.
+    slow = {**a, "label": "warm 3", "samples": [sample(3, ratio=1.5)] * 4}
+    row = perf.pool_T(64, [slow, b], 0.01)
+    assert row["processes"] == ["warm 2"] and row["processes_without_kept_samples"] == ["warm 3"]
+    assert row["ops"]["softmax"]["worker_times"] == [0.001] and row["samples_in_figures"] == 5
+    assert row["figures_from"] == "kept samples"
+    # Every sample of every process slow: the figures from all of them, and the row says so.
     row = perf.pool_T(64, [slow], 0.01)
     assert row["figures_from"] == "all samples: the canary kept none"
     assert row["ops"]["softmax"]["time_s"] == 0.003 and row["samples_set_aside"] == 4
+    assert row["processes"] == ["warm 3"] and row["samples_in_figures"] == 4
 
 
 def test_threading_windows_by_hand():

@@ -93,37 +93,34 @@ def window(T, ratio, one_ms=1.0):
             "all_threads_s": {"av": ratio * one_ms / 1e3}}
 
 
-def test_two_threads_slower_than_one_advise_one_thread_with_its_figures_and_its_price():
-    v = verdict(a=perf.cooperation_checks([window(256, 1.40), window(512, 1.32)], threads_ran=2))
-    assert v["verdict"] == "disturbed"
-    assert reasons(v)[0].startswith("2 BLAS threads took 1.32x one thread's time on av at "
-                                    "T = 512 (limit 0.9): the cores are not cooperating")
-    assert v["failed"][0]["remedy"] == (
+def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_with_its_price():
+    f = perf.cooperation_finding([window(256, 1.40), window(512, 1.32)], threads_ran=2)
+    assert f["holds"] is False and f["value"] == 1.32
+    assert f["finding"].startswith("2 BLAS threads took 1.32x one thread's time on av at "
+                                   "T = 512 (limit 0.9): the cores barely cooperate")
+    assert f["advice"] == (
         "in the same windows one thread ran av at T = 512 in 1.00 ms, 2 threads in 1.32 ms (one "
-        "thread: scores 0.60 ms, softmax 2.50 ms, total 4.50 ms): rerun with OMP_NUM_THREADS=1 "
+        "thread: scores 0.60 ms, softmax 2.50 ms, total 4.50 ms): run with OMP_NUM_THREADS=1 "
         "and say so in your README; pi, the ridge and the classes of scores and av move with it, "
         "so compare such a run only with other one-thread runs")
-    assert v["failed"][0]["do"] == "rerun with OMP_NUM_THREADS=1"
-    good = verdict(a=perf.cooperation_checks([window(512, 0.75)], 2))
-    assert good["verdict"] == "quiet" and good["unknown"] == []
+    good = perf.cooperation_finding([window(512, 0.75)], 2)
+    assert good["holds"] is True and "advice" not in good
 
 
 def test_threads_that_help_too_little_do_not_advise_one_thread():
     # Two threads at 0.95x one thread's time: past the limit, but one thread was not faster in
     # the same windows: the run does not back OMP_NUM_THREADS=1, and does not advise it.
-    v = verdict(a=perf.cooperation_checks([window(512, 0.95)], threads_ran=2))
-    assert v["verdict"] == "disturbed" and "rerun with OMP" not in v["failed"][0]["remedy"]
-    assert v["failed"][0]["remedy"].startswith("one thread was not faster in the same windows, "
-                                               "so this run does not back OMP_NUM_THREADS=1")
-    assert v["failed"][0]["do"] == "rerun later"
+    f = perf.cooperation_finding([window(512, 0.95)], threads_ran=2)
+    assert f["holds"] is False and "run with OMP" not in f["advice"]
+    assert f["advice"].startswith("one thread was not faster in the same windows, so this run "
+                                  "does not back OMP_NUM_THREADS=1")
 
 
 def test_one_blas_thread_is_never_judged_on_cooperation():
-    v = verdict(a=perf.cooperation_checks([window(512, 1.5)], threads_ran=1))
-    assert v["verdict"] == "quiet" and v["unknown"] == [] and v["failed"] == []
-    assert v["checks"]["threads_cooperate"]["applies"] is False
-    # Threads that could cooperate but were never sampled on one thread: unknown, not passed.
-    assert verdict(a=perf.cooperation_checks([], 2))["unknown"] == ["threads_cooperate"]
+    f = perf.cooperation_finding([window(512, 1.5)], threads_ran=1)
+    assert f["applies"] is False and f["holds"] is None
+    # Threads that could cooperate but were never sampled on one thread: unknown.
+    assert perf.cooperation_finding([], 2)["holds"] is None
 
 
 def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
@@ -176,33 +173,80 @@ def test_a_governor_that_changes_mid_run_is_disturbed():
                           "powersave/on"]
 
 
-def test_two_layout_states_are_named_in_the_verdict_quiet_or_not():
-    """Ten processes' estimates of scores, six at 0.70 ms and four at 0.84: an interval x1.2 wide,
-    within SPREAD_LIMIT, so processes_agree passes, and its basis names the two states; past the
-    limit it fails, naming them in its reason."""
-    est = [0.70e-3] * 6 + [0.84e-3] * 4
-    ops = {k: {"time_share": 0.01, "interval_ratio": 1.0, "worker_times": [1.0] * 10}
-           for k in perf.OPS}
-    ops["scores"] = {"time_share": 0.3, "interval_ratio": 0.84 / 0.70, "worker_times": est,
-                     "time_s_interval": [0.70e-3, 0.84e-3]}
-    rows = [{"T": 512, "samples_set_aside": 0, "sample_count": 60, "set_aside_by_canary_part": {},
-             "ops": ops}]
-    warm = [{"canary_reference": {"compute": 30e-6, "blas": 60e-6}}] * 10
-    v = verdict(a=perf.repeatability_checks(rows, warm))
-    assert v["verdict"] == "quiet"
-    assert v["checks"]["processes_agree"]["basis"] == (
-        "scores at T = 512: two states, 0.700 ms in 6 processes and 0.840 ms in 4 (a likely "
-        "cause: where each process's buffers land)")
-    ops["scores"]["interval_ratio"] = 1.5
-    v = verdict(a=perf.repeatability_checks(rows, warm))
-    assert "two states, 0.700 ms in 6 processes and 0.840 ms in 4" in reasons(v)[0]
+def rows_and_warm(references, aside=0):
+    """One T's row (60 samples, `aside` set aside) and a warm process per canary reference,
+    given as (compute, blas) multiples of 30 and 60 us."""
+    rows = [{"T": 512, "samples_set_aside": aside, "sample_count": 60,
+             "set_aside_by_canary_part": {"blas": aside} if aside else {}}]
+    warm = [{"label": f"warm {i + 1}", "canary_reference": {"compute": c * 30e-6, "blas": b * 60e-6}}
+            for i, (c, b) in enumerate(references)]
+    return rows, warm
 
 
-def test_two_states_need_a_gap_wider_than_either_side_s_own_spread():
-    # One process apart from nine that spread x1.19 among themselves is no two states: the gap
+def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays_quiet():
+    # Issue 39's run: warm 3's BLAS part x2.0 the others' median, its compute part as theirs.
+    rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
+    left = perf.slow_processes(warm)
+    assert left == {"warm 3": {"canary_part": "blas", "ratio": 2.0}}
+    v = verdict(c=perf.canary_checks(rows, warm, left))
+    assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 1
+    # A compute part x1.3 in one process, as calm processes read (up to x1.34 and x1.40 on the
+    # two hosts, measured): under PROCESS_SLOW, kept.
+    assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
+    # Just past the limit, in either part: left out.
+    past = perf.PROCESS_SLOW * 1.01
+    assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["warm 10"]
+
+
+def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change():
+    # A hybrid laptop whose efficiency cores took half the processes: five of ten at x2 in both
+    # parts. Each slow one's others' median is a fast one's: all five left out, half: disturbed.
+    rows, warm = rows_and_warm([(1, 1), (2, 2)] * 5)
+    left = perf.slow_processes(warm)
+    assert sorted(left) == sorted(f"warm {i}" for i in (2, 4, 6, 8, 10))
+    v = verdict(c=perf.canary_checks(rows, warm, left))
+    assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
+    (f,) = v["failed"]
+    assert f["reason"].startswith("5 of the 10 warm processes ran their canary over 1.6x the "
+                                  "other processes' median for their whole life: warm 2 (")
+    assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
+    assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
+    # Four of ten: quiet, the four left out.
+    rows, warm = rows_and_warm([(1, 1)] * 6 + [(2, 2)] * 4)
+    assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
+        "quiet"
+
+
+def test_two_warm_processes_one_slow_is_half_and_one_process_is_not_judged():
+    # --quick: two warm processes, one x2 against the other: half of them, disturbed.
+    rows, warm = rows_and_warm([(1, 1), (1, 2)])
+    assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
+        "disturbed"
+    # One warm process: nothing to set it against, none left out, the check unknown.
+    rows, warm = rows_and_warm([(3, 3)])
+    assert perf.slow_processes(warm) == {}
+    v = verdict(c=perf.canary_checks(rows, warm, {}))
+    assert v["verdict"] == "quiet" and v["unknown"] == ["slow_process"]
+
+
+def test_processes_in_two_groups_are_a_finding_not_a_disturbance():
+    """Ten processes' estimates of scores at T = 256, eight at 0.168 ms and two at 0.558 (issue
+    39's calm run): reported as two groups, the verdict untouched (no check reads them)."""
+    est = [0.168e-3] * 8 + [0.558e-3] * 2
+    ops = {k: {"time_share": 0.01, "process_groups": [[1.0, 10]]} for k in perf.OPS}
+    ops["scores"] = {"time_share": 0.3, "process_groups": perf.process_groups(est)}
+    found = perf.process_group_findings([{"T": 256, "ops": ops}])
+    assert found == [{"op": "scores", "T": 256, "groups": [[0.168e-3, 8], [0.558e-3, 2]]}]
+    # An op under MATERIAL_SHARE of the forward is not reported, whatever its groups.
+    ops["scores"]["time_share"] = 0.01
+    assert perf.process_group_findings([{"T": 256, "ops": ops}]) == []
+
+
+def test_two_groups_need_a_gap_wider_than_either_side_s_own_spread():
+    # One process apart from nine that spread x1.19 among themselves is no two groups: the gap
     # (x1.10) is narrower than the nine's own spread; two tight groups x1.2 apart are.
     nine = [0.200e-3 * 1.19 ** (i / 8) for i in range(9)]
-    assert perf.two_states([0.200e-3 / 1.10] + nine) is None
-    assert perf.two_states([0.70e-3, 0.71e-3, 0.70e-3, 0.84e-3, 0.85e-3]) == [
-        (0.70e-3, 3), (0.845e-3, 2)]
-    assert perf.two_states([0.70e-3] * 5) is None  # one level
+    assert len(perf.process_groups([0.200e-3 / 1.10] + nine)) == 1
+    assert perf.process_groups([0.70e-3, 0.71e-3, 0.70e-3, 0.84e-3, 0.85e-3]) == [
+        [0.70e-3, 3], [0.845e-3, 2]]
+    assert perf.process_groups([0.70e-3] * 5) == [[0.70e-3, 5]]  # one level

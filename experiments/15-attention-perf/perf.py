@@ -65,7 +65,7 @@ KEYED_T = 512                        # the T the lab's result keys name (*_at_T_
 # The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
-TIME_QUANTILE = 0.25      # an op's time_s: the fast side of its samples (interference only adds)
+TIME_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
 
 
 class UsageError(Exception):
@@ -165,23 +165,24 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
-    forward, keyed as the lab spells them (OPS, then "total"). numpy is eager: each result
-    exists when its call returns."""
+    forward, in the lab's dict (TIMED_KEYS, in OPS's order). numpy is eager: each result exists
+    when its call returns. One stamp between two ops, and the dict made after the last: what the
+    timers add is a few stamps (measured: the instrumentation_overhead of every row)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
-    t = [now()]
+    t0 = now()
     Q, K, V = qkv_proj(x, mha)
-    t.append(now())
+    t1 = now()
     S = scores(Q, K, mha.n_heads)
-    t.append(now())
+    t2 = now()
     A = softmax(S, mask)
-    t.append(now())
+    t3 = now()
     O = av(A, V, mha.n_heads)
-    t.append(now())
+    t4 = now()
     out = out_proj(O, mha)
-    t.append(now())
-    times = {op: (t1 - t0) * 1e-9 for op, t0, t1 in zip(OPS, t, t[1:])}  # one stamp per op
-    times["total"] = (t[-1] - t[0]) * 1e-9
+    t5 = now()
+    times = {"qkv_proj": (t1 - t0) * 1e-9, "scores": (t2 - t1) * 1e-9, "softmax": (t3 - t2) * 1e-9,
+             "av": (t4 - t3) * 1e-9, "out_proj": (t5 - t4) * 1e-9, "total": (t5 - t0) * 1e-9}
     return (times, out) if return_output else times
 
 
@@ -195,7 +196,7 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
 # The canary is read between every two batches; the figures come from the samples it kept.
 PROFILES = {
-    "default": {"min_time": 0.05, "samples_per_T": 60, "workers": 10, "default_heap_samples": 6,
+    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 10, "default_heap_samples": 6,
                 "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
     "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
@@ -250,16 +251,21 @@ def take_samples(task, mha, canary):
             "preempted": None if switches is None else preemptions() - switches}
 
 
+def process_time(samples):
+    """A process's estimate of an op: the TIME_QUANTILE of its samples' times, the fast side
+    (interference only adds time)."""
+    return float(np.percentile(samples, 100 * TIME_QUANTILE))
+
+
 def summarize(by_process):
-    """One op at one T from its kept samples' times, a list per warm process. The process is the
-    unit of replication: a fresh process can land in a faster or slower state and keep it (its
-    memory layout is the likely cause: tests/bench/layout.py). A process's estimate is the
-    TIME_QUANTILE of its samples (interference only adds time); time_s is the median of the
-    processes' estimates, with the distribution-free CONFIDENCE interval of that median
-    (quantile_interval: order statistics of the estimates, its coverage beside).
-    between_process_rsd: the estimates' relative SD; within_process_rsd: the median over the
-    processes of their samples' own. The pooled samples' mean and SD (the lab's) beside."""
-    each = [float(np.percentile(w, 100 * TIME_QUANTILE)) for w in by_process if len(w)]
+    """One op at one T from the samples that feed its figures, a list per warm process. The
+    process is the unit of replication: fresh processes can run the same op at different speeds
+    for their whole life (between_process_rsd against within_process_rsd says how much here), so
+    each gives one estimate, process_time, and time_s is the median of the estimates, with the
+    distribution-free CONFIDENCE interval of that median over this run's processes only
+    (quantile_interval, its coverage beside); process_groups, the estimates split where they fall
+    into two groups. The pooled samples' mean and SD (the lab's) beside."""
+    each = [process_time(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
@@ -271,29 +277,35 @@ def summarize(by_process):
             "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
             "worker_times": each, "worker_spread": max(each) / min(each),
             "between_process_rsd": rsd(each),
-            "within_process_rsd": float(np.median([rsd(w) for w in by_process if len(w)])),
-            "unstable": hi / lo > SPREAD_LIMIT}
+            "within_process_rsd": float(np.median([rsd(w) for w in by_process])),
+            "process_groups": process_groups(each)}
 
 
 def pool_T(T, parts, min_time):
     """One T's row from `parts`, its workers' records: per op summarize's statistics of the
-    samples the canary kept, and time_s over all; how many were set aside and every sample's
-    canary ratio; the proof that each lasted min_time, what the timers and the canary cost, what
-    the timers miss, the faults. forward_s, a bar's height, is the ops' time_s summed."""
+    samples the canary kept, from the processes that kept any (the row names them; a process
+    whose samples it all set aside feeds nothing, and if none kept any, all samples feed the
+    figures and figures_from says so); how many were set aside and every sample's canary ratio;
+    the proof that each lasted min_time, what the timers and the canary cost, what the timers
+    miss, the faults. forward_s, a bar's height, is the ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
-    by_process = [kept_batches(p["samples"]) for p in parts]  # each judged by its own canary
-    basis = [s for w in by_process for s in w]
+    kept = {p["label"]: kept_batches(p["samples"]) for p in parts}  # each by its own canary
+    used = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
+    basis = [s for w in used.values() for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
-    ops = {k: {**summarize([[s[k] for s in w] for w in by_process]), "all_samples_time_s": float(
-               np.median([np.percentile([s[k] for s in p["samples"]], 100 * TIME_QUANTILE)
-                          for p in parts]))} for k in TIMED_KEYS}
+    ops = {k: {**summarize([[s[k] for s in w] for w in used.values()]),
+               "all_samples_time_s": float(np.median(
+                   [process_time([s[k] for s in p["samples"]]) for p in parts]))}
+           for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
+           "processes": list(used), "samples_in_figures": len(basis),
+           "processes_without_kept_samples": [k for k, w in kept.items() if not w],
            "samples_set_aside": len(aside),
            "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
-           "figures_from": "kept samples" if len(aside) < len(samples) else
+           "figures_from": "kept samples" if any(kept.values()) else
            "all samples: the canary kept none",
            "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
@@ -314,11 +326,16 @@ def pool_T(T, parts, min_time):
     return row
 
 
-def pool_sweep(Ts, warm_workers, default_heap_worker, min_time):
-    """A row per T from all the warm workers' samples, and one from the default-heap worker's."""
-    of = lambda T, workers: [w["by_T"][str(T)] for w in workers]  # noqa: E731  their records
-    return ([pool_T(T, of(T, warm_workers), min_time) for T in Ts],
-            [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts])
+def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out=()):
+    """A row per T from the warm workers' samples, and one from the default-heap worker's. Beside
+    each warm row, each left-out process's own estimates (left_out_s), which feed nothing."""
+    of = lambda T, workers: [{**w["by_T"][str(T)], "label": w["label"]}  # noqa: E731
+                             for w in workers]  # their records
+    rows = [pool_T(T, of(T, warm_workers), min_time) for T in Ts]
+    for r in rows:
+        r["left_out_s"] = {w["label"]: {k: process_time([s[k] for s in w["by_T"][str(r["T"])][
+            "samples"]]) for k in TIMED_KEYS} for w in left_out}
+    return rows, [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]
 
 
 def row_at(rows, T):
@@ -374,25 +391,34 @@ def unclutter(fig, labels):
 
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
-    do, in one short line. Returns the share of the figure's height it takes."""
+    do, in one short line; the widest process groups, if any, in one clause. Returns the share of
+    the figure's height it takes."""
     hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    counts = sorted({len(r["ops"]["total"]["worker_times"]) for r in res["sweep"]})  # per T
-    with_kept = "" if counts == [cfg["workers"]] else \
-        f" ({'-'.join(map(str, counts))} with kept samples)"
+    counts = sorted({len(r.get("processes", [])) for r in res["sweep"]})  # per T (none: older)
+    groups = max(cond.get("findings", {}).get("process_groups", []), default=None,
+                 key=lambda g: g["groups"][1][0] / g["groups"][0][0])
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the median over {cfg['workers']} warm worker "
-             f"processes{with_kept} of each one's {100 * TIME_QUANTILE:.0f}th percentile of its "
-             f"samples the canary kept ({cfg['samples_per_T']} per T in all, each >= "
-             f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary over "
-             f"{CANARY_SLOW}x its process's fast state: "
+             f"{marks}: each op's time_s, the median over {'-'.join(map(str, counts))} of this "
+             f"run's {cfg['workers']} warm worker processes (its interval covers them only) of each "
+             f"one's "
+             f"{100 * TIME_QUANTILE:.0f}th percentile of its samples the canary kept "
+             f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
+             f"forwards); set aside, the canary over {BATCH_SLOW}x its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
-                 for r in res["sweep"]) + f"; {protocol}",
+                 for r in res["sweep"]) + "".join(
+                 f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
+                 for k, v in res.get("canary", {}).get("left_out", {}).items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
-                 f"; {f['reason']}" for f in cond["failed"])] + [f"what to do: {todo}"] * bool(todo)
+                 f"; {f['reason']}" for f in cond["failed"]) + (
+                 "; processes in two groups, {} at T={}: {} at {:.3f} ms, {} at {:.3f}".format(
+                     groups["op"], groups["T"], groups["groups"][0][1],
+                     1e3 * groups["groups"][0][0], groups["groups"][1][1],
+                     1e3 * groups["groups"][1][0]) if groups else "")]
+    lines += [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
              color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
@@ -801,6 +827,7 @@ def threading_windows(Ts, warm):
         matched = kept_batches([(p["samples"][o["after"]], o)
                                 for p in (w["by_T"][str(T)] for w in warm)
                                 for o in p["one_thread"]], lambda pair: any(map(slow, pair)))
+        # a T whose pairs the canary all set aside has no window
         at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
                         for k in TIMED_KEYS}
         if matched:
@@ -894,9 +921,7 @@ def analyse(rows, cfg, ceilings, warm, windows):
            "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
            "scores_steps": scores_step_times(rows, warm, d, h),
            "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
-           "threading_windows": windows,
-           "unstable": [f"T={r['T']} {k} {r['ops'][k]['interval_ratio']:.2f}x" for r in rows
-                        for k in TIMED_KEYS if r["ops"][k]["unstable"]]}
+           "threading_windows": windows}
     if keyed:
         out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
     return out
@@ -976,49 +1001,58 @@ def write_atomically(out_dir, files):
             raise
 
 
+def results_record(cfg, hardware, threads, blas, workers, left_out, started, **parts):
+    """results.json: the run's config and machine, each worker process, the canary's references
+    and the processes left out, and `parts` (the ceilings, the sweeps, the analysis, the
+    verdict), with what time_s and its interval mean."""
+    return {
+        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
+        "hardware": hardware, "threads": threads, "heap": workers[1]["heap"],
+        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
+                                                                     "OPENBLAS_L2_SIZE")},
+        "worker_processes": [{k: w[k] for k in ("label", "pid", "started", "ended", "sampling_s",
+                                                 "preempted", "cpu_s", "peak_rss_MiB")}
+                             for w in workers],
+        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
+            (w["peak_rss_MiB"] or 0) for w in workers) or None},
+        "canary": {"reference_s": [w["canary_reference"] for w in workers],
+                   "reference_quantile": CANARY_REFERENCE, "slow_ratio": BATCH_SLOW,
+                   "process_slow_ratio": PROCESS_SLOW, "set_aside_limit": SET_ASIDE_LIMIT,
+                   "left_out": left_out},
+        "definitions": DEFINITIONS, **parts,
+        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
+
+
 def run_lab(args, argv):
     """A run of the lab, step by step in the order the data flows; all files written at once."""
     started, hardware = time.perf_counter(), machine_facts()
     threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
-    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    load, own0 = [machine_load({os.getpid()})], own()
-    dflt, warm = spawn_all(plan, args.in_process)
-    load.append(machine_load({os.getpid()}))
-    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in [dflt] + warm)  # Windows: no children's
-                                if os.name == "nt" and not args.in_process else 0)
+    dflt, warm, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's samples, and more
     hardware["cpufreq_at_end"] = cpufreq_state()
-    for w in [dflt] + warm:  # each process against its own fast state
+    for w in [dflt] + warm:  # each batch against its own process's canary reference
         w["canary_reference"] = canary_reference(w["canary_readings"])
         mark_batches(w, w["canary_reference"])
-    rows, default_rows = pool_sweep(args.T, warm, dflt, args.min_time)
-    windows = threading_windows(args.T, warm)
-    ceilings = ceilings_and_ridge(given, combine_ceilings(
-        [w["ceiling_rates"] for w in warm if w["ceiling_rates"]], plan["ceiling_spec"]))
+    left_out = slow_processes(warm)  # and each process against the others'
+    used = [w for w in warm if w["label"] not in left_out]
+    rows, default_rows = pool_sweep(args.T, used, dflt, args.min_time,  # Block B
+                                    [w for w in warm if w["label"] in left_out])
+    windows = threading_windows(args.T, used)
+    ceilings = ceilings_and_ridge(given, combine_ceilings(  # Block D
+        [w["ceiling_rates"] for w in used if w["ceiling_rates"]]  # all if none of theirs
+        or [w["ceiling_rates"] for w in warm if w["ceiling_rates"]], plan["ceiling_spec"]))
     for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
-    analysis = analyse(rows, cfg, ceilings, warm, windows)
-    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows)
-    results = {
-        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
-        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
-                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": warm[0]["heap"],
-        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
-                                                                     "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{"label": task["label"], **{k: w[k] for k in (
-            "pid", "started", "ended", "sampling_s", "preempted", "cpu_s", "peak_rss_MiB")}}
-            for task, w in zip(plan["tasks"], [dflt] + warm)],
-        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
-            (w["peak_rss_MiB"] or 0) for w in [dflt] + warm) or None},
-        "canary": {"reference_s": [w["canary_reference"] for w in [dflt] + warm],
-                   "reference_quantile": CANARY_REFERENCE,
-                   "slow_ratio": CANARY_SLOW, "set_aside_limit": SET_ASIDE_LIMIT},
-        "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
-        "analysis": analysis, "conditions": conditions,
-        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
+    analysis = analyse(rows, cfg, ceilings, used, windows)  # Block E
+    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows,
+                           windows)
+    results = results_record(cfg, hardware, threads, blas, [dflt] + warm, left_out, started,
+                             ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
+                             analysis=analysis, conditions=conditions)  # Block F
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
              "manifest.json": to_json(make_manifest(results, argv)),
              "roofline.png": png_bytes(plot_roofline(results))}
@@ -1035,23 +1069,30 @@ def run_lab(args, argv):
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
 CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
+DEFINITIONS = {  # written into results.json, and said at the end of a run
+    "time_s": f"the median over this run's warm processes of each one's {100 * TIME_QUANTILE:.0f}th"
+    " percentile of its samples the canary kept",
+    "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
+    "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
 
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
 # whose canary, read before and after it, ran slow is set aside from the figures.
 CANARY_REFERENCE = 0.10   # a process's fast state: this quantile of its own canary readings
-CANARY_SLOW = 1.25        # a batch is slow when a canary part took this much over its reference:
-                          # above the BLAS part's own after-effect of the T before it (up to
-                          # x1.17 around quiet small-T samples, measured)
+BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
+                          # reference: above the BLAS part's own after-effect of the T before it
+                          # (up to x1.17 around quiet small-T samples on the Intel host)
+PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
+                          # exceeds the other warm processes' median this much: measured, the
+                          # processes whose figures sat with the others' read up to x1.34 (Intel
+                          # host, 13 runs) and x1.40 (AMD host, 5 runs); the AMD host's slow
+                          # ones, scores x3 for their whole life, x1.8-2.3 on the BLAS part
 SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
                           # the 25th percentile still rests on as many as in a run that sets none
 
 # Thresholds of the analysis, the verdict and --compare.
-SPREAD_LIMIT = 1.30       # an op's interval over the processes wider than this (hi / lo): the
-                          # processes scattered past the machine's own layout states (x1.14-1.23
-                          # in twelve runs of the reference's host; x1.05 failed every one)
-MATERIAL_SHARE = 0.05     # the ops whose agreement the verdict judges: this share of the forward
-STATE_GAP = 1.05          # two sorted process estimates further apart: two states, named
+MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
+GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (process_groups)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
@@ -1288,6 +1329,18 @@ def quantile_interval(values, q):
     return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
 
 
+def process_groups(estimates):
+    """The processes' estimates as groups: split at their largest gap where it is wider than
+    GROUP_GAP and than either side's own spread (max / min), [[median, processes], [median,
+    processes]]; else one group, [[median, processes]]."""
+    x = sorted(estimates)
+    gaps = [b / a for a, b in zip(x, x[1:])]
+    i = gaps.index(max(gaps)) + 1 if gaps else 0
+    if not gaps or max(gaps) <= max(GROUP_GAP, x[i - 1] / x[0], x[-1] / x[i]):
+        return [[float(np.median(x)), len(x)]]
+    return [[float(np.median(x[:i])), i], [float(np.median(x[i:])), len(x) - i]]
+
+
 def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
     after a batch): one thread computing (exp over 64 KiB: the clock) and the BLAS threads (a 128²
@@ -1354,13 +1407,12 @@ def mark_batches(tree, reference):
 
 
 def slow(batch):
-    return batch["canary_ratio"] > CANARY_SLOW
+    return batch["canary_ratio"] > BATCH_SLOW
 
 
 def kept_batches(batches, is_slow=slow):
-    """The batches around which the canary did not run slow, or all of them where it kept none
-    (a figure must stand on something; a row says which)."""
-    return [b for b in batches if not is_slow(b)] or list(batches)
+    """The batches around which the canary did not run slow (possibly none)."""
+    return [b for b in batches if not is_slow(b)]
 
 
 def timer_cost_ratio(x, mha, mask, n, r):
@@ -1445,6 +1497,7 @@ def time_ceilings(spec, min_time):
         if lv.get("check_bytes"):  # the same buffers' first halves
             half = [b[:lv["check_bytes"] // 8] for b in buffers]
             out["copy_check"][name] = copy_rates(half, cpus, spec["cache_reps"], min_time)
+        buffers = half = None  # freed before the next level's are made: one at a time
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
@@ -1505,7 +1558,7 @@ def combine_ceilings(rates_by_worker, spec):
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
 SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqrt(d_k)
-PASS_MIN_TIME = 0.005     # each batch of the passes' comparisons lasts this long at least
+PASS_MIN_TIME = 0.003     # each batch of the passes' comparisons lasts this long at least
 PASS_ROUNDS = 3           # rounds of those batches, the fastest kept: slow spells only add time
 PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
@@ -1540,38 +1593,44 @@ def softmax_passes(S, mask):
             "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
-def time_passes(task, mha, canary):
-    """At each of the task's T, scores' steps and the softmax's passes on the forward's real data
-    (at_T); each pass also on as many of its rows (spread over heads and positions) as fit
-    in_cache_bytes with every array the widest pass touches (in_cache), on one row (one_row),
-    and one thread's copy of the pass's bytes (copy); at KEYED_T, exp in cache in float64 too.
+def passes_at(T, task, mha, canary):
+    """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
+    also on as many of its rows (spread over heads and positions) as fit in_cache_bytes with
+    every array the widest pass touches (in_cache), on one row (one_row), and one thread's copy
+    of the pass's bytes (copy: the first bytes of one block, the largest pass's, so that the
+    passes' copies add one block to the peak, not six); at KEYED_T, exp in cache in float64 too.
     Seconds per call: the fastest of PASS_ROUNDS rounds over every call (a slow spell costs a
-    round, not a figure), each round a batch of PASS_MIN_TIME per call."""
-    out = {}
-    for T in task["pass_Ts"]:
-        x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-        steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
-        rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
-        pick = np.linspace(0, S.size // T - 1, rows).astype(int)
-        S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-        (at, _), (cache, cache_data), (row, _) = (softmax_passes(a, b) for a, b in (
-            (S, mask), (S2, mask2), (S2[:1], mask2[:1])))
-        n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
-        calls = {("scores", step): call for step, call in steps.items()}
-        for p in PASSES:
-            copy = functools.partial(np.copyto, *copy_buffers(n_bytes[f"softmax/{p}"])[::-1])
-            calls.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p], (p, "one_row"): row[p],
-                          (p, "copy"): copy})
-        if T == KEYED_T:
-            calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-        rec = out[str(T)] = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
-        for (name, kind), fn in calls.items():  # each once, untimed
-            fn()
-            rec.setdefault(name, {})[kind] = math.inf
-        for _, ((name, kind), fn) in itertools.product(range(PASS_ROUNDS), calls.items()):
-            n, batch_s, _ = watched(fn, PASS_MIN_TIME, canary)
-            rec[name][kind] = min(rec[name][kind], batch_s / n)
-    return out
+    round, not a figure), each round a batch of PASS_MIN_TIME per call. Its arrays are freed on
+    return, before the next T's are made."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
+    rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
+    pick = np.linspace(0, S.size // T - 1, rows).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (at, _), (cache, cache_data), (row, _) = (softmax_passes(a, b) for a, b in (
+        (S, mask), (S2, mask2), (S2[:1], mask2[:1])))
+    n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    calls = {("scores", step): call for step, call in steps.items()}
+    for p in PASSES:
+        n = n_bytes[f"softmax/{p}"] // 8
+        calls.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p], (p, "one_row"): row[p],
+                      (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
+    if T == KEYED_T:
+        calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    rec = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+    for (name, kind), fn in calls.items():  # each once, untimed
+        fn()
+        rec.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(PASS_ROUNDS), calls.items()):
+        n, batch_s, _ = watched(fn, PASS_MIN_TIME, canary)
+        rec[name][kind] = min(rec[name][kind], batch_s / n)
+    return rec
+
+
+def time_passes(task, mha, canary):
+    """passes_at at each of the task's T, one T at a time."""
+    return {str(T): passes_at(T, task, mha, canary) for T in task["pass_Ts"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1614,7 +1673,7 @@ def worker_job(task):
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "passes": passes, "ceiling_rates": rates,
+    return {**sampled, "label": task["label"], "passes": passes, "ceiling_rates": rates,
             "canary_readings": canary["readings"][:around_samples], "heap": heap,
             "blas_threads": ran,
             "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
@@ -1712,10 +1771,12 @@ def make_plan(args, hardware, threads):
 
 
 def spawn_all(plan, in_process):
-    """Each task in a fresh worker, in turn: the default-heap one first (a process that has freed
-    nothing large; glibc stops faulting after one), then the warm ones. (default-heap, warm)."""
+    """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
+    the machine's load before and after them, this run's own CPU seconds in between)."""
     start, timeout, done = time.perf_counter(), 60 + 20 * plan["worker_s"], []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
+    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
+    load, own0 = [machine_load({os.getpid()})], own()
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['rounds']} rounds over T={task['T_sweep']}")
         done.append(spawn_one(task, in_process, timeout))
@@ -1723,7 +1784,10 @@ def spawn_all(plan, in_process):
             t1 = time.perf_counter()
         left = (time.perf_counter() - t1) / max(1, n) * (len(plan["tasks"]) - n - 1)
         say(f"worker {task['label']} done" + f"  (~{left:.0f} s left)" * (n > 0 and left > 0))
-    return done[0], done[1:]
+    load.append(machine_load({os.getpid()}))
+    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
+                                if os.name == "nt" and not in_process else 0)
+    return done[0], done[1:], load, own_cpu_s
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1784,8 +1848,8 @@ def clock_checks(freq_start, freq_end, warm, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else both canary parts at the fast side of each worker's readings: a clock slows
-    both (the matmul is compute too), a process's layout state one (the compute part alone x1.3,
-    measured), so the smaller fall counts. A sustained fall fails here, whatever samples the
+    both (the matmul is compute too), while a process can run one part slower for its whole life
+    (the compute part alone x1.3, measured), so the smaller fall counts. A sustained fall fails here, whatever samples the
     canary also set aside. The canary cannot tell a clock from a host: on a VM its fall reads as
     the shared host's, and the remedy too."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
@@ -1824,82 +1888,45 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
                 "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
 
 
-def two_states(estimates):
-    """The processes' estimates split at their largest gap, when that gap is wider than STATE_GAP
-    and than either side's own spread (max / min): [(level, processes), (level, processes)], each
-    side's median; else None (no two states: one level, or a spread with no clear gap)."""
-    x = sorted(estimates)
-    gaps = [b / a for a, b in zip(x, x[1:])]
-    i = gaps.index(max(gaps)) + 1 if gaps else 0
-    if not gaps or max(gaps) <= max(STATE_GAP, x[i - 1] / x[0], x[-1] / x[i]):
-        return None
-    return [(float(np.median(x[:i])), i), (float(np.median(x[i:])), len(x) - i)]
+def slow_processes(warm):
+    """The warm processes the canary saw slow for their whole life, which their own reference
+    cannot see: either part of a process's canary reference over PROCESS_SLOW times the other
+    warm processes' median. {label: {"canary_part", "ratio"}}; none with one warm process."""
+    out = {}
+    for i, w in enumerate(warm):
+        others = warm[:i] + warm[i + 1:]
+        ratios = {p: ref / float(np.median([o["canary_reference"][p] for o in others]))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part]}
+    return out
 
 
-def repeatability_checks(rows, warm):
-    """Would the next run say the same? Not if the canary set aside more than SET_ASIDE_LIMIT of
-    a T's samples (their processes ran slow around most of them); not if one warm process ran
-    slow for its whole life, both its canary's parts over CANARY_SLOW times the processes' median
-    (a slow period covering a worker, which its own reference cannot see; a process's layout
-    state moves one part, measured at x1.3 on the compute part alone); not if an op
-    holding MATERIAL_SHARE of the forward has an interval over the processes wider than
-    SPREAD_LIMIT (the next run's figure may lie anywhere in it): the reason names two states."""
+def canary_checks(rows, warm, left_out):
+    """The canary's two rules. slow_samples: it ran slow around more than SET_ASIDE_LIMIT of a
+    T's samples (their processes ran slow around most of them). slow_process: half or more of the
+    warm processes ran slow for their whole life (slow_processes left them out); fewer are left
+    out of the figures, named, and the run stays quiet. One warm process: not judged."""
     aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
-    med = {p: float(np.median([w["canary_reference"][p] for w in warm])) for p in CANARY_PARTS}
-    lag, who = max((min(w["canary_reference"][p] / med[p] for p in med), i + 1)
-                   for i, w in enumerate(warm))  # a slow period slows both parts; a layout, one
-    width, op, T = max((r["ops"][k]["interval_ratio"], k, r["T"]) for r in rows for k in OPS
-                       if r["ops"][k]["time_share"] >= MATERIAL_SHARE)
-    o = row_at(rows, T)["ops"][op]
-    states = two_states(o["worker_times"])
-    named = states and "{} at T = {}: two states, {:.3f} ms in {} processes and {:.3f} ms in {}" \
-        " (a likely cause: where each process's buffers land)".format(
-            op, T, 1e3 * states[0][0], states[0][1], 1e3 * states[1][0], states[1][1])
+    n = len(warm)
+    who = ", ".join(f"{k} ({v['canary_part']} x{v['ratio']:.2f})" for k, v in left_out.items())
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
                 f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
                     f", mostly its {part} part: {CANARY_PARTS[part]}" if part else "") +
-                ": too few samples of the machine's fast state remain", "rerun later, when the "
+                ": too few samples of the machine's fast side remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
             "slow_process": make_check(
-                lag, CANARY_SLOW, f"both parts of warm {who}'s canary ran at least {lag:.2f}x the"
-                f" warm processes' median for its whole life (limit {CANARY_SLOW}): a slow period "
-                "covered that worker", "rerun later, when the machine is quiet", "rerun later"),
-            "processes_agree": make_check(
-                width, SPREAD_LIMIT, f"the warm processes put {op} at T = {T} anywhere in "
-                f"{1e3 * o['time_s_interval'][0]:.3f}-{1e3 * o['time_s_interval'][1]:.3f} ms, "
-                f"{width:.2f}x wide (limit {SPREAD_LIMIT})" + (f"; {named}" if named else "")
-                + ": the next run's figure may lie anywhere in it", "quote the interval beside "
-                "the figure, and set runs side by side with --compare", "quote the interval",
-                basis=named or None)}  # the states are named, quiet or not
-
-
-def cooperation_checks(windows, threads_ran):
-    """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
-    (scores' only d_k: threads may not help it on a quiet machine); if not, the cores do not
-    cooperate now. One thread is advised only if this run backs it: one thread was faster."""
-    w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
-    ratio, ms = w["threads_over_one"]["av"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
-    if ratio is not None and ratio > 1:
-        one = w["one_thread_s"]
-        remedy = (f"in the same windows one thread ran av at T = {w['T']} in {ms(one['av'])}, "
-                  f"{threads_ran} threads in {ms(w['all_threads_s']['av'])} (one thread: scores "
-                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, total {ms(one['total'])}):"
-                  " rerun with OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the "
-                  "classes of scores and av move with it, so compare such a run only with other "
-                  "one-thread runs", "rerun with OMP_NUM_THREADS=1")
-    else:
-        remedy = ("one thread was not faster in the same windows, so this run does not back "
-                  "OMP_NUM_THREADS=1: rerun later, and set the runs side by side with --compare",
-                  "rerun later")
-    return {"threads_cooperate": make_check(
-        ratio, COOPERATION_LIMIT, f"{threads_ran} BLAS threads took {ratio or 0:.2f}x one "
-        f"thread's time on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores are not "
-        "cooperating now (they may sit apart on the host, or be shared)", *remedy,
-        applies=bool(threads_ran and threads_ran > 1))}
+                len(left_out) if n > 1 else None, (n - 1) // 2,
+                f"{len(left_out)} of the {n} warm processes ran their canary over {PROCESS_SLOW}x "
+                f"the other processes' median for their whole life: {who}; half or more",
+                "either the machine ran slow for a long stretch (rerun later), or it has cores of "
+                "two speeds (performance and efficiency cores) and these processes ran on the "
+                "slow ones: pin the run to the fast cores (Linux: taskset -c <their CPU numbers> "
+                "python perf.py) and rerun", "pin to the fast cores, or rerun later")}
 
 
 def verdict_from(checks):
@@ -1912,19 +1939,58 @@ def verdict_from(checks):
             "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, windows, rows):
-    """Every check: the load around all the workers, own CPU time, cpufreq or the canary, the warm
-    workers' preemptions, the windows, and whether the figures would repeat. The default-heap
+def process_group_findings(rows):
+    """Per op holding MATERIAL_SHARE of the forward and T, the processes' estimates where they
+    fall into two groups: what this machine's processes do, not a disturbance."""
+    return [{"op": k, "T": r["T"], "groups": r["ops"][k]["process_groups"]} for r in rows
+            for k in OPS if r["ops"][k]["time_share"] >= MATERIAL_SHARE and
+            len(r["ops"][k]["process_groups"]) > 1]
+
+
+def cooperation_finding(windows, threads_ran):
+    """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
+    (scores' only d_k: threads may not help it on a quiet machine). A property of the machine,
+    not a disturbance: `holds` False says so, and one thread is advised only if this run backs
+    it (one thread was faster)."""
+    w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
+    ratio, ms = w["threads_over_one"]["av"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
+    applies = bool(threads_ran and threads_ran > 1)
+    out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
+           "holds": None if ratio is None or not applies else ratio <= COOPERATION_LIMIT}
+    if out["holds"] is not False:
+        return out
+    if ratio > 1:
+        one = w["one_thread_s"]
+        advice = (f"in the same windows one thread ran av at T = {w['T']} in {ms(one['av'])}, "
+                  f"{threads_ran} threads in {ms(w['all_threads_s']['av'])} (one thread: scores "
+                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, total {ms(one['total'])}):"
+                  " run with OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the "
+                  "classes of scores and av move with it, so compare such a run only with other "
+                  "one-thread runs")
+    else:
+        advice = ("one thread was not faster in the same windows, so this run does not back "
+                  "OMP_NUM_THREADS=1: say in your README that the threads barely help here")
+    return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
+            f"on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate on "
+            "this machine (they may sit apart on the host, or be shared)", "advice": advice}
+
+
+def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows, windows):
+    """Disturbed only on evidence that something else used the machine: others' CPU time, the
+    hypervisor's steal, the workers' preemptions, the clock (from the first warm process to the
+    last not left out: one left out is the process rule's), and the canary's two rules. Beside the verdict, what the machine does and no
+    rerun changes (findings): processes in two groups, threads that barely help. The default-heap
     worker is judged by the load and the canary; its page faults preempt it, so its preemptions
-    are recorded beside the checks, not judged."""
+    are recorded, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, warm, other_procs),
-        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], warm,
-                       hardware["virtualized"]),
-        **cooperation_checks(windows, threads["blas_threads"]),
-        **repeatability_checks(rows, warm)}), "other_processes": other_procs[:5],
+        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"],
+                       [w for w in warm if w["label"] not in left_out], hardware["virtualized"]),
+        **canary_checks(rows, warm, left_out)}), "other_processes": other_procs[:5],
+        "findings": {"process_groups": process_group_findings(rows),
+                     "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])},
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
                        dflt["preempted"] / dflt["sampling_s"]}}
 
@@ -1993,8 +2059,8 @@ def compare_facts(a, b, T):
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
-        ("threads over one thread (av)", lambda r: r["conditions"]["checks"][
-            "threads_cooperate"]["value"], True, STATE_LIMIT, None),
+        ("threads over one thread (av)", lambda r: w(r) and w(r)["threads_over_one"]["av"],
+         True, STATE_LIMIT, None),
         (f"one thread, av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)["one_thread_s"]["av"],
          True, STATE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
@@ -2096,7 +2162,7 @@ def parse_args(argv):
     add("--min-time", type=number(float), help="seconds of work in each sample and each ceiling "
         "repeat, at least (default 0.05)")
     add("--samples", type=number(int), help="samples per T over all workers, rounded "
-        "up to a multiple of --workers (default 60)")
+        "up to a multiple of --workers (default 100)")
     add("--workers", type=number(int), help="warm worker processes, one at a time (default 10)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=number(int), help="BLAS threads (default: OMP_NUM_THREADS, else one "
@@ -2117,25 +2183,41 @@ def parse_args(argv):
     return args
 
 
-def run_memory_bytes(Ts, d_model, n_heads, dram_copy_bytes, matmul_n):
-    """A run's peak memory: the other T's inputs and masks, every array of the largest forward
-    and again of its passes' (the warm heap keeps both), the DRAM copy, pi's three matrices, two
-    interpreters."""
-    arrays = lambda T: sum(forward_arrays(T, d_model, n_heads).values())  # noqa: E731
-    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts if T != max(Ts)
-                 for k in ("x", "mask"))
-    return 2 * arrays(max(Ts)) + inputs + dram_copy_bytes + 12 * matmul_n**2 + (300 << 20)
+WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS threads (60-65 MiB
+                               # measured on the AMD host)
+
+
+def worker_peak_bytes(Ts, d_model, n_heads, spec):
+    """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
+    its passes at the largest T and its ceilings' buffers (freed before the passes' are made, or
+    after). The passes (passes_at): P, S, Z, D, E, the mask, one call's output, the copy block
+    (the mask_add pass's bytes) and half an (h, T, T) array for the warm heap's layout (the
+    samples' freed arrays, which the copy block cannot always reuse: measured, 0.1-0.5 of one at
+    T = 1024-4096). The ceilings: the largest copy block, and pi's three matrices. The default-
+    heap worker holds less: one forward's arrays."""
+    a = forward_arrays(max(Ts), d_model, n_heads)
+    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
+    passes = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
+        + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"] + a["A"] // 2
+    ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
+    return WORKER_BASE_BYTES + inputs + max(passes, ceilings)
 
 
 def refuse_early(args, plan):
-    """Refuse before measuring: a run larger than the memory, an --out that takes no file (made
-    for the probe, then removed). Returns the memory estimate (MiB)."""
-    spec = plan["ceiling_spec"]
-    need = run_memory_bytes(args.T, args.d_model, args.n_heads,
-                            spec["levels"]["DRAM"]["bytes"], spec["matmul_n"])
-    if need > (available := psutil.virtual_memory().available):
-        raise UsageError(f"--T {max(args.T)} needs about {need / 2**30:.1f} GiB of memory; "
-                         f"{available / 2**30:.1f} GiB are available")
+    """Refuse before measuring: a run larger than the memory (this process and the largest
+    worker; the largest T that fits named), an --out that takes no file (made for the probe, then
+    removed). Returns the memory estimate (MiB)."""
+    spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
+    need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
+    if need(args.T) > (available := psutil.virtual_memory().available):
+        lo, hi = 0, max(args.T)  # need(lo) fits or lo = 0; need(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if need([T for T in args.T if T < mid] + [mid]) <= available \
+                else (lo, mid)
+        raise UsageError(f"--T {max(args.T)} needs about {need(args.T) / 2**30:.1f} GiB of memory;"
+                         f" {available / 2**30:.1f} GiB are available" + (
+                             f": the largest T that fits is {lo}" if lo else ""))
     made = []
     try:
         for p in [*reversed(args.out.parents), args.out]:
@@ -2149,7 +2231,7 @@ def refuse_early(args, plan):
     finally:
         for p in reversed(made):
             p.rmdir()
-    return need / 2**20
+    return need(args.T) / 2**20
 
 
 def report(results, out):
@@ -2159,16 +2241,25 @@ def report(results, out):
     if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
         warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
                     "frequency-set -g performance")
-    if results["analysis"]["unstable"]:
-        warn.append(f"unstable (interval over the processes over {SPREAD_LIMIT}x wide): "
-                    + ", ".join(results["analysis"]["unstable"]))
     if cold := [(r["T"], r["page_faults_per_forward"]) for r in results["sweep"]
                 if (r["page_faults_per_forward"] or 0) >= 1]:
         warn.append(f"page faults: from T={cold[0][0]} on, {cold[0][1]:.0f} a forward on the "
                     f"{results['heap']['mode']} heap: the kernel is in the times")
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
-    print("".join(f"warning: {w}\n" for w in warn) + f"\n{'T':>5} " + " ".join(
+    n, found = results["config"]["workers"], results["conditions"]["findings"]
+    notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' median; "
+             f"figures from {n - len(results['canary']['left_out'])} of {n}"
+             for k, v in results["canary"]["left_out"].items()]
+    notes += ["processes in two groups (not a disturbance: this machine's processes differ): "
+              f"{g['op']} at T = {g['T']}: " + ", ".join(
+                  f"{c} at {1e3 * t:.3f} ms" for t, c in g["groups"])
+              for g in found["process_groups"]]
+    if found["threads_cooperate"]["holds"] is False:
+        notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
+                     f"{found['threads_cooperate']['advice']}")
+    print("".join(f"warning: {w}\n" for w in warn) + "".join(f"note: {w}\n" for w in notes)
+          + f"\n{'T':>5} " + " ".join(
         f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'timers':>7} {'faults/fw':>9} "
         f"{'default heap':>13}   set aside (canary, median ratio)")
     for r, d in zip(results["sweep"], results["sweep_default_heap"]):
@@ -2178,6 +2269,7 @@ def report(results, out):
               f"{'n/a' if faults is None else f'{faults:.1f}':>9} {d['forward_s'] * 1e3:10.3f} ms"
               f"   {r['samples_set_aside']}/{r['sample_count']}" + (
                   f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else ""))
+    print(f"time_s: {DEFINITIONS['time_s']}; its interval: {DEFINITIONS['time_s_interval']}")
     c = results["ceilings"]
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['ridge']:.2f} FLOP/byte; "
