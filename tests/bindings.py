@@ -489,7 +489,7 @@ AT_LEAST_BOTH = lambda r, T: all(  # noqa: E731
     for p in SP(r, T)["passes"])
 BELOW_BOTH_ADDED = lambda r: all(  # noqa: E731
     p["ns_per_element"] < p["copy_ns_per_element"] + p["in_cache_ns_per_element"] for p in SP(r, 512)["passes"])
-EXP_VECTORISED = lambda r: (EXP(r)["float64_interval"][0] > 2 * EXP(r)["float32_interval"][1]  # noqa: E731
+EXP_VECTORISED = lambda r: (EXP(r)["float64_ns_per_element_interval"][0] > 2 * EXP(r)["float32_ns_per_element_interval"][1]  # noqa: E731
                             and r["hardware"]["numpy_softmax_kernels"]["exp"] == "X86_V4")
 OTHER_UNDER = lambda r: (not LV(r, "DRAM")["plateau"] and LV(r, "DRAM")["check_bytes"] < LV(r, "DRAM")["bytes"]  # noqa: E731
                          and Q2_OTHER(r) < 0.1 <= SM(r)["ratio_to_memory_ceiling"])

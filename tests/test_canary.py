@@ -99,14 +99,13 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
     slow = {"compute": 41e-6, "blas": 120e-6}
     batches = [{"canary_pair": [fast, spike]}, {"canary_pair": [spike, fast]},
                {"canary_pair": [slow, slow]}]
-    perf.mark_batches(batches, reference)
+    perf.mark_batches({"by_T": {"64": {"samples": batches[:2], "one_thread": batches[2:]}}},
+                      reference)
     # One slow reading beside a fast one: the faster of the two counts, per part.
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
     # Both readings slow: the slowest part names it.
     assert batches[2]["canary_ratio"] == 2.0 and batches[2]["canary_part"] == "blas"
-    # None kept: none, never all of them back (a process the canary saw slow throughout feeds
-    # nothing; pool_T records it).
-    assert perf.kept_batches(batches) == batches[:2] and perf.kept_batches(batches[2:]) == []
+    assert [b for b in batches if not perf.slow(b)] == batches[:2]
 
 
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(

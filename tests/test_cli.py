@@ -27,7 +27,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     for r in res["sweep"]:  # Block B: mean and std per op, from every worker's kept samples
         assert r["workers"] == 2 and r["sample_count"] == 6
         for k in OPS + ["total"]:
-            assert {"mean_s", "std_s", "time_s", "all_samples_time_s"} <= set(r["ops"][k])
+            assert {"mean_s", "std_s", "time_s", "time_s_interval"} <= set(r["ops"][k])
             assert 1 <= len(r["ops"][k]["worker_times"]) <= 2  # a worker with none kept: none
     assert set(res["conditions"]["checks"]) == {
         "other_processes_cpus", "steal_fraction", "preemptions_per_s",
@@ -124,10 +124,11 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert list(tmp_path.iterdir()) == []
     # The refusal names the largest T that fits: the memory the machine has decides it, so it
     # is read back against the estimate: that T fits, the next does not.
-    fits = int(proc.stderr.rsplit("the largest T that fits is ", 1)[1])
+    fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
     spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
     need = lambda T: perf.worker_peak_bytes([64, T], 64, 4, spec)  # noqa: E731
-    assert need(fits) < need(fits + 1) and 64 < fits < 100000
+    available = psutil.virtual_memory().available  # read again: the machine's memory moves
+    assert fits % 64 == 0 and need(fits) < 1.05 * available < need(fits + 64) * 1.1
 
 
 PEAK = """

@@ -11,11 +11,11 @@ import perf
 
 def workers(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4, rows=64):
     """Five warm processes that timed the passes at T: every pass `at[i]` s a call at T in
-    process i, `in_cache` s on `rows` rows, `copy_s` for its bytes' copy, 1 us on one row."""
+    process i, `in_cache` s on `rows` rows, `copy_s` for its bytes' copy."""
     out = []
     for a in at:
         rec = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
-        rec.update({p: {"at_T": a, "in_cache": in_cache, "one_row": 1e-6, "copy": copy_s}
+        rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
         out.append({"passes": {str(T): copy.deepcopy(rec)}})
@@ -36,7 +36,6 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     # In cache: 2e-5 s over 64 rows of 512; the copy: 2e-4 s over the n elements of the pass.
     assert exp["in_cache_ns_per_element"] == pytest.approx(2e-5 / (64 * 512) * 1e9)
     assert exp["copy_ns_per_element"] == pytest.approx(2e-4 / n * 1e9)
-    assert exp["one_row_call_us"] == pytest.approx(1.0)
     assert e["processes"] == 5 and e["in_cache_rows"] == 64
     # float64's exp in cache at twice float32's time: x2.
     assert e["exp_precision"]["float64_over_float32"] == pytest.approx(2.0)

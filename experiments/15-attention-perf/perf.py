@@ -258,13 +258,11 @@ def process_time(samples):
 
 
 def summarize(by_process):
-    """One op at one T from the samples that feed its figures, a list per warm process. The
-    process is the unit of replication: fresh processes can run the same op at different speeds
-    for their whole life (between_process_rsd against within_process_rsd says how much here), so
-    each gives one estimate, process_time, and time_s is the median of the estimates, with the
-    distribution-free CONFIDENCE interval of that median over this run's processes only
-    (quantile_interval, its coverage beside); process_groups, the estimates split where they fall
-    into two groups. The pooled samples' mean and SD (the lab's) beside."""
+    """One op at one T from the samples that feed its figures, a list per warm process, the unit
+    of replication (processes can run an op at different speeds for their whole life: compare
+    between_process_rsd with within_process_rsd): time_s, the median of their process_time, with
+    its CONFIDENCE interval over this run's processes only; process_groups; the pooled samples'
+    mean and SD (the lab's) beside."""
     each = [process_time(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
@@ -282,23 +280,18 @@ def summarize(by_process):
 
 
 def pool_T(T, parts, min_time):
-    """One T's row from `parts`, its workers' records: per op summarize's statistics of the
-    samples the canary kept, from the processes that kept any (the row names them; a process
-    whose samples it all set aside feeds nothing, and if none kept any, all samples feed the
-    figures and figures_from says so); how many were set aside and every sample's canary ratio;
-    the proof that each lasted min_time, what the timers and the canary cost, what the timers
-    miss, the faults. forward_s, a bar's height, is the ops' time_s summed."""
+    """One T's row from its workers' records: per op summarize's statistics of the samples the
+    canary kept, from the processes that kept any, named (if none did, from all, and figures_from
+    says so); what was set aside; that each sample lasted min_time; what the timers and the canary
+    cost, what the timers miss, the faults. forward_s, a bar's height: the ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
-    kept = {p["label"]: kept_batches(p["samples"]) for p in parts}  # each by its own canary
+    kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in parts}
     used = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
     basis = [s for w in used.values() for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
-    ops = {k: {**summarize([[s[k] for s in w] for w in used.values()]),
-               "all_samples_time_s": float(np.median(
-                   [process_time([s[k] for s in p["samples"]]) for p in parts]))}
-           for k in TIMED_KEYS}
+    ops = {k: summarize([[s[k] for s in w] for w in used.values()]) for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
            "processes": list(used), "samples_in_figures": len(basis),
@@ -389,6 +382,12 @@ def unclutter(fig, labels):
         obstacles.append(label.get_window_extent(r))
 
 
+def groups_text(g):
+    """One op's process groups at one T, in a few words."""
+    return f"{g['op']} at T={g['T']}: " + ", ".join(f"{c} at {1e3 * t:.3f} ms"
+                                                   for t, c in g["groups"])
+
+
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
     do, in one short line; the widest process groups, if any, in one clause. Returns the share of
@@ -402,9 +401,8 @@ def footer(fig, res, marks, protocol):
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, the median over {'-'.join(map(str, counts))} of this "
-             f"run's {cfg['workers']} warm worker processes (its interval covers them only) of each "
-             f"one's "
-             f"{100 * TIME_QUANTILE:.0f}th percentile of its samples the canary kept "
+             f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
+             f"each one's {100 * TIME_QUANTILE:.0f}th percentile of its samples the canary kept "
              f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
              f"forwards); set aside, the canary over {BATCH_SLOW}x its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
@@ -413,11 +411,8 @@ def footer(fig, res, marks, protocol):
                  f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
                  for k, v in res.get("canary", {}).get("left_out", {}).items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
-                 f"; {f['reason']}" for f in cond["failed"]) + (
-                 "; processes in two groups, {} at T={}: {} at {:.3f} ms, {} at {:.3f}".format(
-                     groups["op"], groups["T"], groups["groups"][0][1],
-                     1e3 * groups["groups"][0][0], groups["groups"][1][1],
-                     1e3 * groups["groups"][1][0]) if groups else "")]
+                 f"; {f['reason']}" for f in cond["failed"])
+             + (f"; processes in two groups, {groups_text(groups)}" if groups else "")]
     lines += [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
@@ -824,9 +819,8 @@ def threading_windows(Ts, warm):
     over one's, each side's."""
     out = []
     for T in Ts:
-        matched = kept_batches([(p["samples"][o["after"]], o)
-                                for p in (w["by_T"][str(T)] for w in warm)
-                                for o in p["one_thread"]], lambda pair: any(map(slow, pair)))
+        matched = [(a, o) for p in (w["by_T"][str(T)] for w in warm) for o in p["one_thread"]
+                   if not slow(a := p["samples"][o["after"]]) and not slow(o)]
         # a T whose pairs the canary all set aside has no window
         at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
                         for k in TIMED_KEYS}
@@ -836,27 +830,27 @@ def threading_windows(Ts, warm):
     return out
 
 
-def median_interval(values):
-    """The median of per-process values and its distribution-free interval: [median, lo, hi]."""
+def median_interval(values, key):
+    """The median of per-process values as `key`, and its distribution-free interval beside."""
     lo, hi, _ = quantile_interval(values, 0.5)
-    return [float(np.median(values)), lo, hi]
+    return {key: float(np.median(values)), f"{key}_interval": [lo, hi]}
 
 
-def pass_bound(in_cache, copy):
-    """Which cost a pass cannot beat, from the two intervals (median, lo, hi): "memory" when a
-    copy of its bytes costs more than the same call in cache, the intervals apart; "in cache"
-    (the call's arithmetic, loop and fresh output) when the reverse; else "unresolved"."""
-    if copy[1] > in_cache[2]:
-        return "memory"
-    return "in cache" if in_cache[1] > copy[2] else "unresolved"
+def pass_bound(p):
+    """Which cost a pass cannot beat, from two intervals: "memory" when a copy of its bytes costs
+    more than the same call in cache, the intervals apart; "in cache" (the call's arithmetic, loop
+    and fresh output) when the reverse; else "unresolved"."""
+    (c_lo, c_hi), (k_lo, k_hi) = p["in_cache_ns_per_element_interval"], \
+        p["copy_ns_per_element_interval"]
+    return "memory" if k_lo > c_hi else "in cache" if c_lo > k_hi else "unresolved"
 
 
 def softmax_pass_comparisons(rows, warm, d_model, n_heads):
     """Block E's why, from controlled comparisons of the softmax's numpy passes, never from
     the sweep's times: per T and pass, ns per element at that T, the same call on as many rows
-    as fit in cache, one thread's copy moving the pass's bytes, and what one call of one row
-    costs (us), each the median over the processes that timed it with its interval; the bound
-    pass_bound names. Beside (not an input): the sweep's softmax per element."""
+    as fit in cache, and one thread's copy moving the pass's bytes, each the median over the
+    processes that timed it with its interval; the bound pass_bound names. Beside (not an
+    input): the sweep's softmax per element."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
@@ -864,30 +858,25 @@ def softmax_pass_comparisons(rows, warm, d_model, n_heads):
         if not got:
             continue
         n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
-        per = lambda p, kind, scale: median_interval(  # noqa: E731
-            [scale * g[p][kind] for g in got])
-        passes = []
-        for p in PASSES:
-            at, cache = per(p, "at_T", 1e9 / n_el), per(p, "in_cache", 1e9 / (rows_in * T))
-            copy = per(p, "copy", 1e9 / n_el)
-            passes.append({"pass": p, "bytes": n_bytes[f"softmax/{p}"],
-                           "ns_per_element": at[0], "ns_per_element_interval": at[1:],
-                           "in_cache_ns_per_element": cache[0],
-                           "in_cache_ns_per_element_interval": cache[1:],
-                           "copy_ns_per_element": copy[0], "copy_ns_per_element_interval": copy[1:],
-                           "one_row_call_us": per(p, "one_row", 1e6)[0],
-                           "bound": pass_bound(cache, copy)})
+        per = lambda p, kind, scale, key: median_interval(  # noqa: E731
+            [scale * g[p][kind] for g in got], key)
+        passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
+                   **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
+                   **per(p, "in_cache", 1e9 / (rows_in * T), "in_cache_ns_per_element"),
+                   **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
+        for q in passes:
+            q["bound"] = pass_bound(q)
         out.append({"T": T, "processes": len(got), "in_cache_rows": rows_in,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
                     "passes_bytes": sum(q["bytes"] for q in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
-            f32, f64 = (per(k, "in_cache", 1e9 / (rows_in * T)) for k in ("exp", "exp_float64"))
+            f32, f64 = (per(k, "in_cache", 1e9 / (rows_in * T), n) for k, n in (
+                ("exp", "float32_ns_per_element"), ("exp_float64", "float64_ns_per_element")))
             out[-1]["exp_precision"] = {
-                "float32_ns_per_element": f32[0], "float32_interval": f32[1:],
-                "float64_ns_per_element": f64[0], "float64_interval": f64[1:],
-                "float64_over_float32": f64[0] / f32[0]}
+                **f32, **f64, "float64_over_float32":
+                f64["float64_ns_per_element"] / f32["float32_ns_per_element"]}
     return out
 
 
@@ -899,11 +888,10 @@ def scores_step_times(rows, warm, d_model, n_heads):
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
         if got := [w["passes"][str(T)]["scores"] for w in warm if str(T) in w["passes"]]:
-            steps = {k: median_interval([g[k] for g in got]) for k in SCORES_STEPS}
-            out.append({"T": T, "processes": len(got),
-                        **{f"{k}_s": v[0] for k, v in steps.items()},
-                        **{f"{k}_s_interval": v[1:] for k, v in steps.items()},
-                        "scale_share": steps["scale"][0] / sum(v[0] for v in steps.values()),
+            steps = {k: median_interval([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
+            out.append({"T": T, "processes": len(got), **steps["matmul"], **steps["scale"],
+                        "scale_share": steps["scale"]["scale_s"] / sum(
+                            v[f"{k}_s"] for k, v in steps.items()),
                         "bytes_all_steps": sum(n_bytes[f"scores/{k}"] for k in SCORES_STEPS),
                         "sweep_scores_s": row["ops"]["scores"]["time_s"]})
     return out
@@ -1158,16 +1146,20 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
+def cpufreq_dirs():
+    return sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
+
+
 def cpufreq_MHz():
     """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
     elsewhere at best a nominal figure)."""
-    return [int(v) // 1000 for p in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
+    return [int(v) // 1000 for p in cpufreq_dirs()
             if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_state():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
-    cpus = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
+    cpus = cpufreq_dirs()
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
@@ -1302,8 +1294,8 @@ def machine_load(own_pids):
 
 # ----------------------------------------------------------------------------------------------
 # Timing and intervals: run_for times every batch of a run, watched reads the canary around it,
-# quantile_interval makes each interval, timer_cost_ratio prices the timers; slow and
-# kept_batches say which batches the canary kept.
+# quantile_interval makes each interval, timer_cost_ratio prices the timers; slow says which
+# batches the canary set aside.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
@@ -1388,31 +1380,20 @@ def canary_reference(readings, q=CANARY_REFERENCE):
             for part in readings[0]}
 
 
-def mark_batches(tree, reference):
-    """Every timed batch in a worker's result (a dict with a canary_pair) gets its canary_ratio,
+def mark_batches(worker, reference):
+    """Every timed batch of a worker's samples (its one-thread ones too) gets its canary_ratio,
     how slow the machine ran around it: its slowest part's time over that part's reference, each
     part at the faster of its two readings (one reading caught by an interrupt is not a phase);
     and canary_part, which part that was."""
-    if isinstance(tree, list):
-        for item in tree:
-            mark_batches(item, reference)
-    elif isinstance(tree, dict):
-        if "canary_pair" in tree:
-            before, after = tree["canary_pair"]
-            ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
-            tree["canary_part"] = max(ratios, key=ratios.get)
-            tree["canary_ratio"] = ratios[tree["canary_part"]]
-        for item in tree.values():
-            mark_batches(item, reference)
+    for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
+        before, after = batch["canary_pair"]
+        ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
+        batch["canary_part"] = max(ratios, key=ratios.get)
+        batch["canary_ratio"] = ratios[batch["canary_part"]]
 
 
 def slow(batch):
     return batch["canary_ratio"] > BATCH_SLOW
-
-
-def kept_batches(batches, is_slow=slow):
-    """The batches around which the canary did not run slow (possibly none)."""
-    return [b for b in batches if not is_slow(b)]
 
 
 def timer_cost_ratio(x, mha, mask, n, r):
@@ -1553,7 +1534,7 @@ def combine_ceilings(rates_by_worker, spec):
 
 # ----------------------------------------------------------------------------------------------
 # The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call in cache, one row's call, and a copy of the pass's bytes (why they cost what they do:
+# same call in cache and a copy of the pass's bytes (why they cost what they do:
 # controlled comparisons, never inputs to the figures they test).
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
@@ -1595,26 +1576,23 @@ def softmax_passes(S, mask):
 
 def passes_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    also on as many of its rows (spread over heads and positions) as fit in_cache_bytes with
-    every array the widest pass touches (in_cache), on one row (one_row), and one thread's copy
-    of the pass's bytes (copy: the first bytes of one block, the largest pass's, so that the
-    passes' copies add one block to the peak, not six); at KEYED_T, exp in cache in float64 too.
-    Seconds per call: the fastest of PASS_ROUNDS rounds over every call (a slow spell costs a
-    round, not a figure), each round a batch of PASS_MIN_TIME per call. Its arrays are freed on
-    return, before the next T's are made."""
+    also on as many of its rows as fit in_cache_bytes with every array the widest pass touches
+    (in_cache), and one thread's copy of its bytes (copy: the start of one block, the largest
+    pass's: one block on the peak, not six); at KEYED_T, exp in cache in float64 too. Seconds per
+    call: the fastest of PASS_ROUNDS rounds over every call (a slow spell costs a round, not a
+    figure), each a batch of PASS_MIN_TIME. Its arrays are freed on return, before the next T's."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
     pick = np.linspace(0, S.size // T - 1, rows).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (at, _), (cache, cache_data), (row, _) = (softmax_passes(a, b) for a, b in (
-        (S, mask), (S2, mask2), (S2[:1], mask2[:1])))
+    (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
     n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
     calls = {("scores", step): call for step, call in steps.items()}
     for p in PASSES:
         n = n_bytes[f"softmax/{p}"] // 8
-        calls.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p], (p, "one_row"): row[p],
+        calls.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p],
                       (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
@@ -1651,6 +1629,7 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
+WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (a default one takes ~5 s)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
              "in_cache_bytes", "ceiling_spec")
@@ -1739,8 +1718,8 @@ def plan_rounds(per_T, n_warm, threads_ran):
 
 def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts: each one's task (the
-    default-heap worker's first), and the seconds a warm worker takes."""
-    prof = PROFILES["quick" if args.quick else "default"]
+    default-heap worker's first)."""
+    prof = PROFILES[args.profile]
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["workers"], per_T)
     rounds, one_thread = plan_rounds(per_T, n_warm, threads["blas_threads"])
@@ -1760,20 +1739,15 @@ def make_plan(args, hardware, threads):
              "ceiling_spec": spec if i < kernel else None,
              "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
             for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    n_batches = len(args.T) * (rounds * (1 + 2 * TIMER_PAIR_SHARE / TIMER_PAIR_EVERY)
-                               + len(one_thread)) + spec["reps"] * 3 * (
-        len(spec["levels"]) + 1) + len(args.T) * 27 * PASS_ROUNDS * PASS_MIN_TIME / args.min_time
     return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
-            "one_thread_rounds": one_thread,
-            "default_heap_samples": dflt_task["rounds"],
-            "ceiling_spec": spec, "worker_s": args.min_time * n_batches + 0.5,
-            "tasks": [dflt_task] + warm}
+            "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["rounds"],
+            "ceiling_spec": spec, "tasks": [dflt_task] + warm}
 
 
 def spawn_all(plan, in_process):
     """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
     the machine's load before and after them, this run's own CPU seconds in between)."""
-    start, timeout, done = time.perf_counter(), 60 + 20 * plan["worker_s"], []
+    start, timeout, done = time.perf_counter(), WORKER_TIMEOUT_S, []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
@@ -1848,10 +1822,9 @@ def clock_checks(freq_start, freq_end, warm, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else both canary parts at the fast side of each worker's readings: a clock slows
-    both (the matmul is compute too), while a process can run one part slower for its whole life
-    (the compute part alone x1.3, measured), so the smaller fall counts. A sustained fall fails here, whatever samples the
-    canary also set aside. The canary cannot tell a clock from a host: on a VM its fall reads as
-    the shared host's, and the remedy too."""
+    both, while a process can run one part slower for its whole life (the compute part alone
+    x1.3, measured), so the smaller fall counts. On a VM the canary cannot tell the clock from
+    the shared host: the remedy says so."""
     state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
@@ -1950,38 +1923,30 @@ def process_group_findings(rows):
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
     (scores' only d_k: threads may not help it on a quiet machine). A property of the machine,
-    not a disturbance: `holds` False says so, and one thread is advised only if this run backs
-    it (one thread was faster)."""
+    not a disturbance; one thread is advised only if this run backs it (one thread was faster)."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
-    ratio, ms = w["threads_over_one"]["av"], lambda s: f"{1e3 * s:.2f} ms"  # noqa: E731
-    applies = bool(threads_ran and threads_ran > 1)
+    ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
            "holds": None if ratio is None or not applies else ratio <= COOPERATION_LIMIT}
     if out["holds"] is not False:
         return out
-    if ratio > 1:
-        one = w["one_thread_s"]
-        advice = (f"in the same windows one thread ran av at T = {w['T']} in {ms(one['av'])}, "
-                  f"{threads_ran} threads in {ms(w['all_threads_s']['av'])} (one thread: scores "
-                  f"{ms(one['scores'])}, softmax {ms(one['softmax'])}, total {ms(one['total'])}):"
-                  " run with OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the "
-                  "classes of scores and av move with it, so compare such a run only with other "
-                  "one-thread runs")
-    else:
-        advice = ("one thread was not faster in the same windows, so this run does not back "
-                  "OMP_NUM_THREADS=1: say in your README that the threads barely help here")
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
             f"on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate on "
-            "this machine (they may sit apart on the host, or be shared)", "advice": advice}
+            "this machine (they may sit apart on the host, or be shared)", "advice": (
+                f"one thread was faster in the same windows (threading_windows): run with "
+                "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
+                "scores and av move with it, so compare such a run only with other one-thread "
+                "runs" if ratio > 1 else "one thread was not faster in the same windows, so this "
+                "run does not back OMP_NUM_THREADS=1: say in your README that the threads barely "
+                "help here")}
 
 
 def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows, windows):
-    """Disturbed only on evidence that something else used the machine: others' CPU time, the
-    hypervisor's steal, the workers' preemptions, the clock (from the first warm process to the
-    last not left out: one left out is the process rule's), and the canary's two rules. Beside the verdict, what the machine does and no
-    rerun changes (findings): processes in two groups, threads that barely help. The default-heap
-    worker is judged by the load and the canary; its page faults preempt it, so its preemptions
-    are recorded, not judged."""
+    """Disturbed only on evidence that something else used the machine: others' CPU time, steal,
+    the workers' preemptions, the clock (first warm process to the last not left out), the
+    canary's two rules. Beside, what this machine does (findings): processes in two groups,
+    threads that barely help. The default-heap worker's preemptions (its page faults) are
+    recorded, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -2002,27 +1967,17 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows, wi
 # the one check that a results.json holds what --replot and --compare read.
 
 def load_results(arg):
-    """A results.json of this lab (or its folder) with all --replot and --compare read, else
-    a one-line UsageError."""
+    """A results.json of this lab (or its folder), else a one-line UsageError. What --replot and
+    --compare read is not checked key by key: main turns a key it lacks into one line."""
     path = Path(arg)
     path = path / "results.json" if path.is_dir() else path
     try:
         res = json.loads(path.read_text())
-        rows, a, c = res["sweep"] + res["sweep_default_heap"], res["analysis"], res["ceilings"]
         if res["experiment"] != "15-attention-perf" or not res["sweep"]:
             raise ValueError("not this lab's run")
-        for o in [r["ops"][k] for r in rows for k in TIMED_KEYS]:  # what the pictures and rows read
-            float(o["time_s"]), len(o["worker_times"])
-        for o in [r["ops"][k] for r in rows for k in OPS]:
-            float(o["intensity"]) + float(o["gflops"]) + float(o["time_share"]), o["bound"]
-        [float(r["forward_s"]) + r["samples_set_aside"] for r in rows], [
-            a["dominant_op_per_T"][str(r["T"])] for r in res["sweep"]]
-        a["phase_27_preview"]["measured"], a["threading_windows"], c["ridge_interval"]
-        c["levels"]["DRAM"], res["hardware"]["cpu_model"], res["config"]["d_model"]
-        res["heap"]["mode"], res["conditions"]["failed"], res["threads"]["blas_threads"]
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+    except (ValueError, KeyError, TypeError, IndexError):
         raise UsageError(f"{path} is not a results.json written by this perf.py") from None
     return path, res
 
@@ -2176,8 +2131,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
-    prof = PROFILES["quick" if args.quick else "default"]
-    args.min_time = args.min_time or prof["min_time"]
+    args.profile = "quick" if args.quick else "default"
+    args.min_time = args.min_time or PROFILES[args.profile]["min_time"]
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
     return args
@@ -2189,12 +2144,10 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS 
 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its passes at the largest T and its ceilings' buffers (freed before the passes' are made, or
-    after). The passes (passes_at): P, S, Z, D, E, the mask, one call's output, the copy block
-    (the mask_add pass's bytes) and half an (h, T, T) array for the warm heap's layout (the
-    samples' freed arrays, which the copy block cannot always reuse: measured, 0.1-0.5 of one at
-    T = 1024-4096). The ceilings: the largest copy block, and pi's three matrices. The default-
-    heap worker holds less: one forward's arrays."""
+    its passes at the largest T (passes_at: P, S, Z, D, E, the mask, a call's output, the copy
+    block, and half an (h, T, T) array more where the warm heap cannot reuse the samples' freed
+    arrays: 0.1-0.5 of one measured at T = 1024-4096) and its ceilings (the largest copy block,
+    pi's three matrices). The default-heap worker holds one forward's arrays: less."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     passes = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
@@ -2210,14 +2163,11 @@ def refuse_early(args, plan):
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
     if need(args.T) > (available := psutil.virtual_memory().available):
-        lo, hi = 0, max(args.T)  # need(lo) fits or lo = 0; need(hi) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need([T for T in args.T if T < mid] + [mid]) <= available \
-                else (lo, mid)
+        lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
+                   if need([t for t in args.T if t < T] + [T]) <= available), 0)
         raise UsageError(f"--T {max(args.T)} needs about {need(args.T) / 2**30:.1f} GiB of memory;"
                          f" {available / 2**30:.1f} GiB are available" + (
-                             f": the largest T that fits is {lo}" if lo else ""))
+                             f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
     made = []
     try:
         for p in [*reversed(args.out.parents), args.out]:
@@ -2252,9 +2202,7 @@ def report(results, out):
              f"figures from {n - len(results['canary']['left_out'])} of {n}"
              for k, v in results["canary"]["left_out"].items()]
     notes += ["processes in two groups (not a disturbance: this machine's processes differ): "
-              f"{g['op']} at T = {g['T']}: " + ", ".join(
-                  f"{c} at {1e3 * t:.3f} ms" for t, c in g["groups"])
-              for g in found["process_groups"]]
+              + groups_text(g) for g in found["process_groups"]]
     if found["threads_cooperate"]["holds"] is False:
         notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
                      f"{found['threads_cooperate']['advice']}")
@@ -2289,13 +2237,18 @@ def main(argv=None):
         return worker_entry()
     try:
         args = parse_args(argv)
-        if args.compare:
-            compare(*args.compare, args.out)
-        elif args.replot:
-            res = load_results(args.out)[1]
-            write_atomically(args.out, {"perf.png": png_bytes(plot_perf(res)),
-                                        "roofline.png": png_bytes(plot_roofline(res))})
-            print(f"wrote perf.png, roofline.png to {args.out}")
+        if args.compare or args.replot:
+            try:
+                if args.compare:
+                    compare(*args.compare, args.out)
+                else:
+                    res = load_results(args.out)[1]
+                    write_atomically(args.out, {"perf.png": png_bytes(plot_perf(res)),
+                                                "roofline.png": png_bytes(plot_roofline(res))})
+                    print(f"wrote perf.png, roofline.png to {args.out}")
+            except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
+                raise UsageError("a results.json lacks what this perf.py reads "
+                                 f"({type(e).__name__}: {e}); nothing written") from None
         else:
             report(run_lab(args, argv), args.out)
         return 0
