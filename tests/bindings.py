@@ -134,7 +134,7 @@ def pass_row(p):
     """A row of question 2's table: at T, in cache, the copy (ns per element), the bound."""
     return (f"| {p} | {{}} |", lambda r, m: " | ".join((
         num(PS(r, 512, p)["ns_per_element"], 3), num(PS(r, 512, p)["in_cache_ns_per_element"], 3),
-        num(PS(r, 512, p)["copy_ns_per_element"], 3), PS(r, 512, p)["bound"])))
+        num(PS(r, 512, p)["copy_ns_per_element"], 3), PS(r, 512, p)["larger_floor"])))
 
 
 def table_row(name):
@@ -200,7 +200,7 @@ TIMER_MAX = lambda r: max(r["sweep"], key=lambda x: x["instrumentation_overhead"
 
 def timers(r):
     out = [str(x["T"]) for x in r["sweep"]
-           if not x["instrumentation_overhead_ci95"][0] < 0 < x["instrumentation_overhead_ci95"][1]]
+           if not x["instrumentation_overhead_interval"][0] < 0 < x["instrumentation_overhead_interval"][1]]
     return ("every T's interval holds zero" if not out else
             f"T = {word_list(out)}'s interval{'s' * (len(out) > 1)} leave{'s' * (len(out) == 1)} out zero")
 
@@ -215,7 +215,7 @@ def bounds_in_reruns(r):
     """The passes whose bound at T = 512 every rerun shares with this run, and in how many reruns
     the others' does."""
     at_512 = [next(e for e in x["softmax_passes"] if e["T"] == 512)["passes"] for x in RERUNS]
-    agree = {p["pass"]: sum(e[p["pass"]]["bound"] == p["bound"] for e in at_512) for p in SP(r, 512)["passes"]}
+    agree = {p["pass"]: sum(e[p["pass"]]["larger_floor"] == p["larger_floor"] for e in at_512) for p in SP(r, 512)["passes"]}
     same = [p for p, n in agree.items() if n == len(RERUNS)]
     other = [f"{p}'s in {WORDS[n]}" for p, n in agree.items() if n < len(RERUNS)]
     return f"{word_list(same) or 'no pass'}" + (f"; {word_list(other)}" if other else "")
@@ -367,11 +367,11 @@ LAB = [
     ("**Timers** cost **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
     ("to **{} %** of a forward, the most", lambda r, m: pct(max(TIMER(r)), 2)),
     ("the most at T = {} (95 %", lambda r, m: str(TIMER_MAX(r)["T"])),
-    ("(95 % interval **{}** to", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_ci95"][0], 2)),
-    ("to **{} %**); ", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_ci95"][1], 2)),
+    ("(95 % interval **{}** to", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_interval"][0], 2)),
+    ("to **{} %**); ", lambda r, m: pct(TIMER_MAX(r)["instrumentation_overhead_interval"][1], 2)),
     ("%**); {}.", lambda r, m: timers(r)),
-    ("batches last at least {} ms,", lambda r, m: num(perf.PASS_MIN_TIME * 1e3, 0)),
-    ("the fastest of {} kept.", lambda r, m: WORDS[perf.PASS_ROUNDS]),
+    ("batches last at least {} ms,", lambda r, m: num(perf.STEP_MIN_TIME * 1e3, 0)),
+    ("the fastest of {} kept.", lambda r, m: WORDS[perf.STEP_REPEATS]),
     ("repeats of at least {} ms): β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s**, **", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
     ("GB/s**, **{}** repeats (interval", lambda r, m: str(C(r)["beta_repeats"])),

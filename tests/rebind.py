@@ -131,13 +131,13 @@ def rerun_digest(r, m):
             "softmax_at_T_512": a.get("softmax_at_T_512"),
             "softmax_passes": [{**{k: v for k, v in x.items() if k != "passes"}, "passes": {
                 p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
-                                              "copy_ns_per_element", "bound")}
+                                              "copy_ns_per_element", "larger_floor")}
                 for p in x["passes"]}} for x in a["softmax_passes"]],
             "threads_over_one": {w["T"]: w["threads_over_one"] for w in a["threading_windows"]},
             "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
                                       x["page_faults_per_forward"]}
                              for x in r["sweep_default_heap"]},
-            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_bound",
+            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_limited",
                                                   "plateau", "past_llc")}
                        for n, lv in r["ceilings"]["levels"].items()},
             "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},

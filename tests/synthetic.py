@@ -20,16 +20,16 @@ def worker(Ts):
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
-    return {"passes": passes}
+    return {"steps": passes}
 
 
 def levels(beta):
     return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
-                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_cost_bound": False,
+                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_cost_limited": False,
                    "GBps_from": "1thread",
                    "same_roof_as_DRAM": False},
             "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
-                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_cost_bound": False,
+                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_cost_limited": False,
                    "GBps_from": "all_threads",
                    "same_roof_as_DRAM": False},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
@@ -65,7 +65,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                 "set_aside_by_canary_part": {"blas": 3}, "figures_from": "kept samples",
                 "canary_ratios": [1.0] * 97 + [1.8] * 3, "canary_cost": 0.005,
                 "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
-                "instrumentation_overhead": 0.005, "instrumentation_overhead_ci95": [0.0, 0.01]}
+                "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         secs["total"] = sum(secs.values())
         rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": secs["total"],

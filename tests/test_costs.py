@@ -72,7 +72,7 @@ def test_phase_27_bytes_from_the_lab_notation():
     assert pv["without_materialising_A"]["bytes"] == fused
     assert pv["bytes_reduction"] == pytest.approx(33.0) and round(pv["bytes_reduction"]) == 33
     assert pv["without_materialising_A"]["intensity"] == pytest.approx(138.0, abs=0.01)
-    assert pv["without_materialising_A"]["bound_GFLOPS"] == 100.0  # past the ridge: pi
+    assert pv["without_materialising_A"]["roof_GFLOPS"] == 100.0  # past the ridge: pi
 
 
 def test_working_sets_by_hand_at_T64():

@@ -33,7 +33,7 @@ def awkward():
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a copy bound by numpy's per-call cost: no roof
         "capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False, "GBps": 21.6,
-        "call_cost_bound": True, "same_roof_as_DRAM": False, "GBps_from": "1thread"},
+        "call_cost_limited": True, "same_roof_as_DRAM": False, "GBps_from": "1thread"},
         **res["ceilings"]["levels"]}
     return res
 
@@ -204,7 +204,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
     assert "S and A never written" in legend
     for name, lv in c["levels"].items():  # a cache roof says whose copy it is, and its size
-        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_cost_bound"]):
+        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_cost_limited"]):
             who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
             assert f"{name} roof, {who}: {lv['GBps']:.0f} GB/s (" in legend and "working set)" in legend
     plt.close(bars)

@@ -1,6 +1,6 @@
 """Block E's why by hand: the softmax's passes compared with the same call in cache and with a
-copy of the same bytes, each a median over the processes with its interval, the bound named by
-a rule that could have come out either way, and nothing read from the sweep's times."""
+copy of the same bytes, each a median over the processes with its interval, the larger floor
+named by a rule that could have come out either way, and nothing read from the sweep's times."""
 import copy
 import functools
 
@@ -18,7 +18,7 @@ def workers(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4
         rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
-        out.append({"passes": {str(T): copy.deepcopy(rec)}})
+        out.append({"steps": {str(T): copy.deepcopy(rec)}})
     return out
 
 
@@ -41,15 +41,15 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     assert e["exp_precision"]["float64_over_float32"] == pytest.approx(2.0)
 
 
-@pytest.mark.parametrize("in_cache,copy_s,bound", [
+@pytest.mark.parametrize("in_cache,copy_s,floor", [
     (2e-5, 2e-4, "in cache"),      # 0.61 ns in cache against 0.19 ns for the bytes
-    (2e-6, 2e-4, "memory"),         # 0.061 ns in cache against 0.19
+    (2e-6, 2e-4, "copy"),           # 0.061 ns in cache against 0.19
     (6.25e-6, 2e-4, "unresolved")])  # in cache 0.19 ns: the two costs meet
-def test_the_bound_is_the_larger_cost_when_the_intervals_part(in_cache, copy_s, bound):
+def test_the_larger_floor_is_named_only_when_the_intervals_part(in_cache, copy_s, floor):
     w = workers(in_cache=in_cache, copy_s=copy_s)
-    w[0]["passes"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
+    w[0]["steps"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
     (e,) = perf.softmax_pass_comparisons([row()], w, 64, 4)
-    assert {p["bound"] for p in e["passes"] if p["pass"] == "exp"} == {bound}
+    assert {p["larger_floor"] for p in e["passes"] if p["pass"] == "exp"} == {floor}
 
 
 def test_the_comparisons_never_read_the_sweep_s_times():
@@ -60,10 +60,10 @@ def test_the_comparisons_never_read_the_sweep_s_times():
 
 
 def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(monkeypatch):
-    """Each call's figure is the fastest of PASS_ROUNDS rounds over every call: a spell that
+    """Each call's figure is the fastest of STEP_REPEATS rounds over every call: a spell that
     slows exp's batch ten times in the first round, or the copy's in the last, leaves both at the
     level of the other rounds (rerun_06 of an earlier run: exp at seven times its level)."""
-    rounds = perf.PASS_ROUNDS
+    rounds = perf.STEP_REPEATS
     seen = {}
 
     def watched(fn, min_time, canary):  # one call per batch, 1 ms, but the spell's
@@ -85,7 +85,7 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
         return calls, data
 
     monkeypatch.setattr(perf, "softmax_passes", passes)
-    rec = perf.time_passes(task, mha, canary=None)["64"]
+    rec = perf.time_steps(task, mha, canary=None)["64"]
     assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3

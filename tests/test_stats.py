@@ -129,7 +129,7 @@ def test_pool_T_by_hand():
         3 / (4 * 10 * WALL + 9 + 5 * 10 * WALL + 10 * 4 * WALL))
     # The ten ratios' median 1.045 and its interval, X(2) and X(9): 1.01 and 1.08.
     assert row["instrumentation_overhead"] == pytest.approx(0.045)
-    assert row["instrumentation_overhead_ci95"] == pytest.approx([0.01, 0.08])
+    assert row["instrumentation_overhead_interval"] == pytest.approx([0.01, 0.08])
     # A platform that counts no page faults: unknown, not zero.
     assert perf.pool_T(64, [{**a, "faults": None}, b], 0.01)["page_faults_per_forward"] is None
     # One process whose every sample ran slow (3 ms an op) feeds nothing, and the row names it:
@@ -202,8 +202,8 @@ def test_copy_ceilings_by_hand():
     slow_all = ceilings(dram=[(30, 20)] * 5, check=[20] * 5)["levels"]["DRAM"]
     assert (slow_all["GBps"], slow_all["GBps_from"]) == (30, "1thread")
     # A 64 KiB copy slower than larger levels: numpy's call overhead, not the cache.
-    assert c["levels"]["L2"]["call_cost_bound"] is True
-    assert c["levels"]["L3"]["call_cost_bound"] is False
+    assert c["levels"]["L2"]["call_cost_limited"] is True
+    assert c["levels"]["L3"]["call_cost_limited"] is False
     # The L3 copy (45) is not within 10 % of DRAM's 29: it keeps its own roof.
     assert c["levels"]["L3"]["same_roof_as_DRAM"] is False
     flat = ceilings(dram=[(20, 30)] * 5, check=[30] * 5, l3=[(31, 33)] * 5)

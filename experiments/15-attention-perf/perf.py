@@ -65,7 +65,7 @@ KEYED_T = 512                        # the T the lab's result keys name (*_at_T_
 # The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
-TIME_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
+PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
 
 
 class UsageError(Exception):
@@ -252,9 +252,9 @@ def take_samples(task, mha, canary):
 
 
 def process_time(samples):
-    """A process's estimate of an op: the TIME_QUANTILE of its samples' times, the fast side
+    """A process's estimate of an op: the PROCESS_QUANTILE of its samples' times, the fast side
     (interference only adds time)."""
-    return float(np.percentile(samples, 100 * TIME_QUANTILE))
+    return float(np.percentile(samples, 100 * PROCESS_QUANTILE))
 
 
 def summarize(by_process):
@@ -314,7 +314,7 @@ def pool_T(T, parts, min_time):
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         lo, hi, _ = quantile_interval(pair_ratios, 0.5)
         row.update(timer_pair_count=len(pair_ratios),
-                   instrumentation_overhead_ci95=[lo - 1, hi - 1],
+                   instrumentation_overhead_interval=[lo - 1, hi - 1],
                    instrumentation_overhead=float(np.median(pair_ratios) - 1))
     return row
 
@@ -402,7 +402,7 @@ def footer(fig, res, marks, protocol):
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, the median over {'-'.join(map(str, counts))} of this "
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
-             f"each one's {100 * TIME_QUANTILE:.0f}th percentile of its samples the canary kept "
+             f"each one's {100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept "
              f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
              f"forwards); set aside, the canary over {BATCH_SLOW}x its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
@@ -496,10 +496,10 @@ def plot_perf(res):
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     dflt = res["sweep_default_heap"][0]
-    low = footer(fig, res, "bars", f"hatched: {100 * TIME_QUANTILE:.0f}th percentile of the kept "
-                 f"of {dflt['sample_count']} samples per T from {dflt['workers']} default-heap "
-                 "process (set aside: " + ", ".join(str(r["samples_set_aside"]) for r in
-                                                   res["sweep_default_heap"]) + ")")
+    low = footer(fig, res, "bars", f"hatched: {100 * PROCESS_QUANTILE:.0f}th percentile of the "
+                 f"kept of {dflt['sample_count']} samples per T from {dflt['workers']} "
+                 "default-heap process (set aside: " + ", ".join(
+                     str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -601,7 +601,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
         level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
-                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_bound")],
+                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_limited")],
                     default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
@@ -638,7 +638,7 @@ def draw_roofs(ax, res, xs):
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
               "   call-bound by the run's rule: numpy's per-call cost"
               for n, lv in c["levels"].items()
-              if lv.get("call_cost_bound")]
+              if lv.get("call_cost_limited")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
                                                      else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
@@ -656,7 +656,7 @@ def draw_roofs(ax, res, xs):
             else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
-        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_bound"]:
+        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_limited"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
             who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
@@ -696,7 +696,7 @@ def plot_roofline(res):
     m, f = pv["measured"], pv["without_materialising_A"]
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"] for op in OPS]
     pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
-            (f["intensity"], f["bound_GFLOPS"])]
+            (f["intensity"], f["roof_GFLOPS"])]
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
@@ -706,11 +706,11 @@ def plot_roofline(res):
         (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
          f"{' + '.join(FUSED)} at T={pv['T']}, measured (the lab's bytes): I = "
          f"{m['intensity']:.2f}")] + roofs + [
-        (ax.scatter(f["intensity"], f["bound_GFLOPS"], marker="*", s=170, facecolor="none",
+        (ax.scatter(f["intensity"], f["roof_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
          f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
          f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
-    ax.annotate("", (f["intensity"], f["bound_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
+    ax.annotate("", (f["intensity"], f["roof_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
               bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
@@ -792,9 +792,9 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
             "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
                          "GFLOPS": flops / seconds / 1e9},
             "without_materialising_A": {
-                "bytes": flash, "intensity": flops / flash, "bound_GFLOPS": bound,
+                "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": bound,
                 "bound": "memory" if flops / flash < ceilings["ridge"] else "compute",
-                "time_lower_bound_s": flops / bound / 1e9},
+                "time_at_roof_s": flops / bound / 1e9},
             "bytes_reduction": nbytes / flash}
 
 
@@ -813,13 +813,13 @@ def softmax_against_roofs(row, ceilings):
             "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"]}
 
 
-def threading_windows(Ts, warm):
+def threading_windows(Ts, workers):
     """Per T, the warm workers' one-thread samples against the all-thread sample just before each
     (the same time window; the pairs the canary kept): per op, the median of all threads' time
     over one's, each side's."""
     out = []
     for T in Ts:
-        matched = [(a, o) for p in (w["by_T"][str(T)] for w in warm) for o in p["one_thread"]
+        matched = [(a, o) for p in (w["by_T"][str(T)] for w in workers) for o in p["one_thread"]
                    if not slow(a := p["samples"][o["after"]]) and not slow(o)]
         # a T whose pairs the canary all set aside has no window
         at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
@@ -836,25 +836,25 @@ def median_interval(values, key):
     return {key: float(np.median(values)), f"{key}_interval": [lo, hi]}
 
 
-def pass_bound(p):
-    """Which cost a pass cannot beat, from two intervals: "memory" when a copy of its bytes costs
-    more than the same call in cache, the intervals apart; "in cache" (the call's arithmetic, loop
-    and fresh output) when the reverse; else "unresolved"."""
+def pass_floor(p):
+    """The larger of a pass's two floors, from their intervals: "copy" when a copy of its bytes
+    costs more than the same call in cache, the intervals apart; "in cache" (the call's
+    arithmetic, loop and fresh output) when the reverse; else "unresolved"."""
     (c_lo, c_hi), (k_lo, k_hi) = p["in_cache_ns_per_element_interval"], \
         p["copy_ns_per_element_interval"]
-    return "memory" if k_lo > c_hi else "in cache" if c_lo > k_hi else "unresolved"
+    return "copy" if k_lo > c_hi else "in cache" if c_lo > k_hi else "unresolved"
 
 
-def softmax_pass_comparisons(rows, warm, d_model, n_heads):
+def softmax_pass_comparisons(rows, workers, d_model, n_heads):
     """Block E's why, from controlled comparisons of the softmax's numpy passes, never from
     the sweep's times: per T and pass, ns per element at that T, the same call on as many rows
     as fit in cache, and one thread's copy moving the pass's bytes, each the median over the
-    processes that timed it with its interval; the bound pass_bound names. Beside (not an
+    processes that timed it with its interval; the larger floor, pass_floor's. Beside (not an
     input): the sweep's softmax per element."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        got = [w["passes"][str(T)] for w in warm if str(T) in w["passes"]]
+        got = [w["steps"][str(T)] for w in workers if str(T) in w["steps"]]
         if not got:
             continue
         n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
@@ -865,7 +865,7 @@ def softmax_pass_comparisons(rows, warm, d_model, n_heads):
                    **per(p, "in_cache", 1e9 / (rows_in * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         for q in passes:
-            q["bound"] = pass_bound(q)
+            q["larger_floor"] = pass_floor(q)
         out.append({"T": T, "processes": len(got), "in_cache_rows": rows_in,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
@@ -880,14 +880,14 @@ def softmax_pass_comparisons(rows, warm, d_model, n_heads):
     return out
 
 
-def scores_step_times(rows, warm, d_model, n_heads):
+def scores_step_times(rows, workers, d_model, n_heads):
     """scores taken apart at each T: its matmul and its scaling pass over the T x T matrix,
     each the median over the processes that timed them (seconds) with its interval; the scaling
     pass's share of the two, and the bytes the two steps move. Beside: the sweep's scores."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        if got := [w["passes"][str(T)]["scores"] for w in warm if str(T) in w["passes"]]:
+        if got := [w["steps"][str(T)]["scores"] for w in workers if str(T) in w["steps"]]:
             steps = {k: median_interval([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": T, "processes": len(got), **steps["matmul"], **steps["scale"],
                         "scale_share": steps["scale"]["scale_s"] / sum(
@@ -897,7 +897,7 @@ def scores_step_times(rows, warm, d_model, n_heads):
     return out
 
 
-def analyse(rows, cfg, ceilings, warm, windows):
+def analyse(rows, cfg, ceilings, workers, windows):
     """Block E's numbers; Phase 27's preview at KEYED_T, else the largest T."""
     keyed, d, h = row_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
     out = {"ridge_intensity": ceilings["ridge"],
@@ -907,8 +907,8 @@ def analyse(rows, cfg, ceilings, warm, windows):
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
-           "scores_steps": scores_step_times(rows, warm, d, h),
-           "softmax_passes": softmax_pass_comparisons(rows, warm, d, h),
+           "scores_steps": scores_step_times(rows, workers, d, h),
+           "softmax_passes": softmax_pass_comparisons(rows, workers, d, h),
            "threading_windows": windows}
     if keyed:
         out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
@@ -1019,26 +1019,26 @@ def run_lab(args, argv):
     threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
-    dflt, warm, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's samples, and more
+    dflt, workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_state()
-    for w in [dflt] + warm:  # each batch against its own process's canary reference
+    for w in [dflt] + workers:  # each batch against its own process's canary reference
         w["canary_reference"] = canary_reference(w["canary_readings"])
         mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(warm)  # and each process against the others'
-    used = [w for w in warm if w["label"] not in left_out]
+    left_out = slow_processes(workers)  # and each process against the others'
+    used = [w for w in workers if w["label"] not in left_out]
     rows, default_rows = pool_sweep(args.T, used, dflt, args.min_time,  # Block B
-                                    [w for w in warm if w["label"] in left_out])
+                                    [w for w in workers if w["label"] in left_out])
     windows = threading_windows(args.T, used)
     ceilings = ceilings_and_ridge(given, combine_ceilings(  # Block D
         [w["ceiling_rates"] for w in used if w["ceiling_rates"]]  # all if none of theirs
-        or [w["ceiling_rates"] for w in warm if w["ceiling_rates"]], plan["ceiling_spec"]))
+        or [w["ceiling_rates"] for w in workers if w["ceiling_rates"]], plan["ceiling_spec"]))
     for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, used, windows)  # Block E
-    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows,
+    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
                            windows)
-    results = results_record(cfg, hardware, threads, blas, [dflt] + warm, left_out, started,
+    results = results_record(cfg, hardware, threads, blas, [dflt] + workers, left_out, started,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=conditions)  # Block F
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -1058,15 +1058,15 @@ COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well und
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
 CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": f"the median over this run's warm processes of each one's {100 * TIME_QUANTILE:.0f}th"
-    " percentile of its samples the canary kept",
+    "time_s": "the median over this run's warm processes of each one's "
+    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept",
     "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
     "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
 
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
 # whose canary, read before and after it, ran slow is set aside from the figures.
-CANARY_REFERENCE = 0.10   # a process's fast state: this quantile of its own canary readings
+CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
 BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
                           # reference: above the BLAS part's own after-effect of the T before it
                           # (up to x1.17 around quiet small-T samples on the Intel host)
@@ -1082,7 +1082,7 @@ SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (process_groups)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-CALL_BOUND_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
+CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
@@ -1091,7 +1091,7 @@ CLOCK_DROP_LIMIT = 0.10   # the cores' clock (or the canary's compute) may fall 
                           # first warm worker to the last
 CLOCK_QUANTILE = 0.25     # the canary's compute part in a worker: this quantile of its readings
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-STATE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
+MACHINE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 
 # ----------------------------------------------------------------------------------------------
@@ -1372,10 +1372,10 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 
 def canary_reference(readings, q=CANARY_REFERENCE):
-    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
-    its own fast state (a process keeps its state, and so its canary's speed, for its life). Not
-    the readings after the passes' small batches: the canary runs faster there,
-    its data still warm, and would make the samples' readings look slow."""
+    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples,
+    the fast side of them: the reference its batches are judged against. Not the readings after
+    the steps' small batches: the canary runs faster there, its data still in cache, and would
+    make the samples' readings look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q))
             for part in readings[0]}
 
@@ -1519,8 +1519,8 @@ def combine_ceilings(rates_by_worker, spec):
     for name, lv in levels.items():
         if name != "DRAM":
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
-            lv["call_cost_bound"] = lv["bytes"] < CALL_BOUND_BYTES and lv["GBps"] < max(larger)
-            lv["same_roof_as_DRAM"] = not lv["call_cost_bound"] and \
+            lv["call_cost_limited"] = lv["bytes"] < CALL_COST_BYTES and lv["GBps"] < max(larger)
+            lv["same_roof_as_DRAM"] = not lv["call_cost_limited"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate([w["matmul"] for w in rates_by_worker])
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
@@ -1539,8 +1539,9 @@ def combine_ceilings(rates_by_worker, spec):
 
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
 SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqrt(d_k)
-PASS_MIN_TIME = 0.003     # each batch of the passes' comparisons lasts this long at least
-PASS_ROUNDS = 3           # rounds of those batches, the fastest kept: slow spells only add time
+STEP_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
+STEP_REPEATS = 3          # each batch this many times, in turn over all, the fastest kept: slow
+                          # spells only add time
 PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -1574,17 +1575,17 @@ def softmax_passes(S, mask):
             "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
-def passes_at(T, task, mha, canary):
+def steps_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
     also on as many of its rows as fit in_cache_bytes with every array the widest pass touches
     (in_cache), and one thread's copy of its bytes (copy: the start of one block, the largest
     pass's: one block on the peak, not six); at KEYED_T, exp in cache in float64 too. Seconds per
-    call: the fastest of PASS_ROUNDS rounds over every call (a slow spell costs a round, not a
-    figure), each a batch of PASS_MIN_TIME. Its arrays are freed on return, before the next T's."""
+    call: the fastest of STEP_REPEATS batches of STEP_MIN_TIME, taken in turn over every call (a
+    slow spell costs one batch, not a figure). Its arrays are freed on return."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
-    rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
-    pick = np.linspace(0, S.size // T - 1, rows).astype(int)
+    n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
+    pick = np.linspace(0, S.size // T - 1, n_rows).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
     (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
     n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
@@ -1596,19 +1597,19 @@ def passes_at(T, task, mha, canary):
                       (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    rec = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+    rec = {"in_cache_rows": n_rows, "in_cache_bytes": 12 * T * n_rows}
     for (name, kind), fn in calls.items():  # each once, untimed
         fn()
         rec.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(PASS_ROUNDS), calls.items()):
-        n, batch_s, _ = watched(fn, PASS_MIN_TIME, canary)
+    for _, ((name, kind), fn) in itertools.product(range(STEP_REPEATS), calls.items()):  # in turn
+        n, batch_s, _ = watched(fn, STEP_MIN_TIME, canary)
         rec[name][kind] = min(rec[name][kind], batch_s / n)
     return rec
 
 
-def time_passes(task, mha, canary):
-    """passes_at at each of the task's T, one T at a time."""
-    return {str(T): passes_at(T, task, mha, canary) for T in task["pass_Ts"]}
+def time_steps(task, mha, canary):
+    """steps_at at each of the task's T, one T at a time."""
+    return {str(T): steps_at(T, task, mha, canary) for T in task["pass_Ts"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1647,12 +1648,12 @@ def worker_job(task):
         try:
             sampled = take_samples(task, mha, canary)
             around_samples = len(canary["readings"])  # the readings a process's reference uses
-            passes = time_passes(task, mha, canary)
+            steps = time_steps(task, mha, canary)
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "label": task["label"], "passes": passes, "ceiling_rates": rates,
+    return {**sampled, "label": task["label"], "steps": steps, "ceiling_rates": rates,
             "canary_readings": canary["readings"][:around_samples], "heap": heap,
             "blas_threads": ran,
             "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
@@ -1734,14 +1735,14 @@ def make_plan(args, hardware, threads):
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
                  "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
-    warm = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
+    workers = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
              "ceiling_spec": spec if i < kernel else None,
              "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
             for i in range(n_warm)]  # each T's passes timed by every second warm worker
     return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
             "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["rounds"],
-            "ceiling_spec": spec, "tasks": [dflt_task] + warm}
+            "ceiling_spec": spec, "tasks": [dflt_task] + workers}
 
 
 def spawn_all(plan, in_process):
@@ -1791,7 +1792,7 @@ def others_by_name(before, after):
     return sorted(([n, round(c, 3)] for n, c in used.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(before, after, own_cpu_s, spare_cpus, warm, other_procs):
+def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_procs):
     """What others did: CPU use past the cores the run left free (a browser on a spare core
     harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
@@ -1799,7 +1800,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, warm, other_procs)
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
-    seen = [(w["preempted"], w["sampling_s"]) for w in warm if w["preempted"] is not None]
+    seen = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
     rate = sum(p for p, _ in seen) / sum(s for _, s in seen) if seen else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
@@ -1818,23 +1819,24 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, warm, other_procs)
                 *close)}
 
 
-def clock_checks(freq_start, freq_end, warm, virtualized=False):
+def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
     be read, else both canary parts at the fast side of each worker's readings: a clock slows
     both, while a process can run one part slower for its whole life (the compute part alone
     x1.3, measured), so the smaller fall counts. On a VM the canary cannot tell the clock from
     the shared host: the remedy says so."""
-    state = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
+    setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
-    changed = int(state(freq_start) != state(freq_end)) if seen else None  # else: unknown
-    mhz = [float(np.median(w["MHz"])) for w in warm if w["MHz"]]
-    fast = [canary_reference(w["canary_readings"], CLOCK_QUANTILE) for w in warm[:1] + warm[-1:]]
+    changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
+    mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
                 "in the last")
-    elif len(warm) > 1:
+    elif len(workers) > 1:
+        fast = [canary_reference(w["canary_readings"], CLOCK_QUANTILE) for w in workers[::len(
+            workers) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
             f"{1e6 * fast[0][p]:.1f} us ({p}) in the first warm worker and {1e6 * fast[1][p]:.1f}"
@@ -1851,7 +1853,7 @@ def clock_checks(freq_start, freq_end, warm, virtualized=False):
               "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
                 changed, 0, "the CPU governor/turbo changed during the run: "
-                f"{state(freq_start)} -> {state(freq_end)}", *laptop),
+                f"{setting(freq_start)} -> {setting(freq_end)}", *laptop),
             "clock_drop": make_check(
                 drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
                 *remedy, basis=basis)}
@@ -1861,13 +1863,13 @@ CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour 
                 "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
 
 
-def slow_processes(warm):
+def slow_processes(workers):
     """The warm processes the canary saw slow for their whole life, which their own reference
     cannot see: either part of a process's canary reference over PROCESS_SLOW times the other
     warm processes' median. {label: {"canary_part", "ratio"}}; none with one warm process."""
     out = {}
-    for i, w in enumerate(warm):
-        others = warm[:i] + warm[i + 1:]
+    for i, w in enumerate(workers):
+        others = workers[:i] + workers[i + 1:]
         ratios = {p: ref / float(np.median([o["canary_reference"][p] for o in others]))
                   for p, ref in w["canary_reference"].items()} if others else {}
         if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
@@ -1875,7 +1877,7 @@ def slow_processes(warm):
     return out
 
 
-def canary_checks(rows, warm, left_out):
+def canary_checks(rows, workers, left_out):
     """The canary's two rules. slow_samples: it ran slow around more than SET_ASIDE_LIMIT of a
     T's samples (their processes ran slow around most of them). slow_process: half or more of the
     warm processes ran slow for their whole life (slow_processes left them out); fewer are left
@@ -1883,7 +1885,7 @@ def canary_checks(rows, warm, left_out):
     aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
-    n = len(warm)
+    n = len(workers)
     who = ", ".join(f"{k} ({v['canary_part']} x{v['ratio']:.2f})" for k, v in left_out.items())
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
@@ -1941,7 +1943,7 @@ def cooperation_finding(windows, threads_ran):
                 "help here")}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows, windows):
+def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
     """Disturbed only on evidence that something else used the machine: others' CPU time, steal,
     the workers' preemptions, the clock (first warm process to the last not left out), the
     canary's two rules. Beside, what this machine does (findings): processes in two groups,
@@ -1950,10 +1952,10 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm, left_out, rows, wi
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, warm, other_procs),
+        **interference_checks(*load, own_cpu_s, spare, workers, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"],
-                       [w for w in warm if w["label"] not in left_out], hardware["virtualized"]),
-        **canary_checks(rows, warm, left_out)}), "other_processes": other_procs[:5],
+                       [w for w in workers if w["label"] not in left_out], hardware["virtualized"]),
+        **canary_checks(rows, workers, left_out)}), "other_processes": other_procs[:5],
         "findings": {"process_groups": process_group_findings(rows),
                      "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])},
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
@@ -2015,12 +2017,12 @@ def compare_facts(a, b, T):
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
         ("threads over one thread (av)", lambda r: w(r) and w(r)["threads_over_one"]["av"],
-         True, STATE_LIMIT, None),
+         True, MACHINE_LIMIT, None),
         (f"one thread, av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)["one_thread_s"]["av"],
-         True, STATE_LIMIT, None),
+         True, MACHINE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
-         True, STATE_LIMIT, None),
-        ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, STATE_LIMIT, None),
+         True, MACHINE_LIMIT, None),
+        ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, MACHINE_LIMIT, None),
         ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], False, 1 + PLATEAU, None),
         ("ridge (FLOP/byte)", lambda r: r["ceilings"]["ridge"], False, 1 + PLATEAU, None)]
     facts += [(f"dominant op at T={t}", lambda r, t=t: r["analysis"]["dominant_op_per_T"].get(
@@ -2144,7 +2146,7 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS 
 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its passes at the largest T (passes_at: P, S, Z, D, E, the mask, a call's output, the copy
+    its passes at the largest T (steps_at: P, S, Z, D, E, the mask, a call's output, the copy
     block, and half an (h, T, T) array more where the warm heap cannot reuse the samples' freed
     arrays: 0.1-0.5 of one measured at T = 1024-4096) and its ceilings (the largest copy block,
     pi's three matrices). The default-heap worker holds one forward's arrays: less."""
