@@ -1,7 +1,8 @@
 """The statistics the headline, the ceilings and the findings rest on, each against values worked
-out by hand in the test: the 25th percentile, the slow fraction, the environment tax, the spread
-between workers, the order-statistic intervals and their coverage, the samples that last
-min_time, the one-thread windows, the copy ceilings and the plateau rule."""
+out by hand in the test: a process's 25th percentile and the median over processes, their
+spreads and groups, the order-statistic intervals and their coverage, the samples that last
+min_time, a row's pooling (what the canary set aside, the processes that feed it), the
+one-thread windows, the copy ceilings, the plateau rule and the ridge's interval."""
 import math
 
 import numpy as np
@@ -234,7 +235,7 @@ def test_ridge_interval_by_hand():
 
 
 def mixture_median(share, slow, sigma):
-    """The median of a two-state population: lognormal(0, sigma) with weight 1 - share, lognormal
+    """The median of a two-group population: lognormal(0, sigma) with weight 1 - share, lognormal
     around `slow` with weight share; by bisection on the mixture's CDF."""
     cdf = lambda m: sum(w * 0.5 * (1 + math.erf((math.log(m) - math.log(c)) / (sigma * 2**0.5)))
                         for w, c in ((1 - share, 1.0), (share, slow)))  # noqa: E731
@@ -245,8 +246,8 @@ def mixture_median(share, slow, sigma):
 
 
 @pytest.mark.parametrize("share", [0.2, 0.35, 0.5, 0.65, 0.8])
-def test_the_interval_over_processes_covers_a_two_state_population_at_its_stated_coverage(share):
-    """The process is the unit: ten processes from a population in two states x1.2 apart (the
+def test_the_interval_over_processes_covers_a_two_group_population_at_its_stated_coverage(share):
+    """The process is the unit: ten processes from a population in two groups x1.2 apart (the
     slow one's share from 0.2 to 0.8), each process's samples near its own level. Over 1,000
     seeded runs, summarize's interval covers the population's median as often as it says."""
     rng = np.random.default_rng(int(100 * share))

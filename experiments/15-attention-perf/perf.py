@@ -18,6 +18,7 @@ watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows
 import argparse
 import bisect
 import collections
+import contextlib
 import ctypes
 import datetime
 import functools
@@ -221,34 +222,27 @@ def take_samples(task, mha, canary):
     """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
     rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
     in turn), after one untimed forward. After each sample: its timer pair and, in the
-    one-thread rounds, the same sample on one BLAS thread."""
+    one-thread rounds, the same sample on one BLAS thread. Per T: its samples, timer ratios and
+    one-thread samples, and what the machine did around them (machine_around)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
-    out = {T: {"samples": [], "timer_ratios": [], "one_thread": [], "faults": 0, "canary_s": 0.0}
-           for T in Ts}
+    out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
     rounds = range(task["rounds"])
     schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
         if task["interleave"] else [(r, T) for T in Ts for r in rounds]
-    switches, t0, started, MHz = preemptions(), time.perf_counter(), time.time(), []
     for r, T in schedule:
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-        f0, c0 = page_faults(), canary["spent_s"]
-        rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        rec["faults"] = None if f0 is None else rec["faults"] + page_faults() - f0
-        rec["canary_s"] += canary["spent_s"] - c0
+        with machine_around(rec, canary):
+            rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
         if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
                                                         r // TIMER_PAIR_EVERY))
         if r in task["one_thread_rounds"]:
             rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
                                       "after": len(rec["samples"]) - 1})
-        if MHz_now := cpufreq_MHz():
-            MHz.append(sum(MHz_now) / len(MHz_now))
-    return {"by_T": {str(T): rec for T, rec in out.items()}, "started": started,
-            "sampling_s": time.perf_counter() - t0, "MHz": MHz,
-            "preempted": None if switches is None else preemptions() - switches}
+    return {str(T): rec for T, rec in out.items()}
 
 
 def process_time(samples):
@@ -537,11 +531,23 @@ def op_cost(T, d_model, n_heads):
     }
 
 
-# The arrays each op reads or writes as naive numpy runs it: its footprint, not its traffic,
-# what has to fit in a cache for the op to work from it.
-OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), "scores": ("Q", "K", "P", "S"),
-             "softmax": ("S", "mask", "Z", "m", "D", "E", "s", "A"), "av": ("A", "V", "O"),
-             "out_proj": ("O", "C", "out", "W")}
+# The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
+# each once: the call's traffic and its working set.
+PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
+               "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
+               "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
+               "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
+# The arrays each op reads or writes as naive numpy runs it (scores' and the softmax's: their
+# calls'): its footprint, not its traffic, what has to fit in a cache for the op to work from it.
+OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
+    a for call, arrays in PASS_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
+    for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
+
+
+def pass_bytes(T, d_model, n_heads):
+    """Bytes each of those calls reads and writes, each array once."""
+    a = forward_arrays(T, d_model, n_heads)
+    return {call: sum(a[k] for k in arrays) for call, arrays in PASS_ARRAYS.items()}
 
 
 def working_set(T, d_model, n_heads):
@@ -1371,6 +1377,17 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, [before, canary["last"]]
 
 
+@contextlib.contextmanager
+def machine_around(rec, canary):
+    """What the machine did around one sample, added to its T's record: page faults (None where
+    the OS counts none), the canary's cost, the clock after it (cpufreq's MHz, where readable)."""
+    f0, c0 = page_faults(), canary["spent_s"]
+    yield
+    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
+    rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
+    rec.setdefault("MHz", []).extend([sum(MHz) / len(MHz)] if (MHz := cpufreq_MHz()) else [])
+
+
 def canary_reference(readings, q=CANARY_REFERENCE):
     """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples,
     the fast side of them: the reference its batches are judged against. Not the readings after
@@ -1542,16 +1559,6 @@ SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqr
 STEP_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
 STEP_REPEATS = 3          # each batch this many times, in turn over all, the fastest kept: slow
                           # spells only add time
-PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),  # read or written
-               "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
-               "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
-               "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-
-
-def pass_bytes(T, d_model, n_heads):
-    """Bytes each pass reads and writes, each array once: its traffic and its working set."""
-    a = forward_arrays(T, d_model, n_heads)
-    return {step: sum(a[k] for k in arrays) for step, arrays in PASS_ARRAYS.items()}
 
 
 def scores_steps(Q, K, h):
@@ -1646,7 +1653,11 @@ def worker_job(task):
         canary = make_canary()
         gc.disable()
         try:
-            sampled = take_samples(task, mha, canary)
+            switches, t0, started = preemptions(), time.perf_counter(), time.time()
+            by_T = take_samples(task, mha, canary)
+            sampled = {"by_T": by_T, "started": started, "sampling_s": time.perf_counter() - t0,
+                       "preempted": None if switches is None else preemptions() - switches,
+                       "MHz": [m for rec in by_T.values() for m in rec.pop("MHz")]}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
             steps = time_steps(task, mha, canary)
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
