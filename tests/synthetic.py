@@ -63,7 +63,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                 "workers": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "set_aside_by_canary_part": {"blas": 3}, "figures_from": "kept samples",
-                "canary_ratios": [1.0] * 97 + [1.8] * 3, "canary_cost": 0.005,
+                "canary_cost": 0.005,
                 "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}

@@ -85,7 +85,7 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
         return calls, data
 
     monkeypatch.setattr(perf, "softmax_passes", passes)
-    rec = perf.time_steps(task, mha, canary=None)["64"]
+    rec = perf.steps_at(64, task, mha, canary=None)
     assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3

@@ -202,7 +202,6 @@ PROFILES = {
     "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-ONE_THREAD_EVERY = 20     # from a worker's round 2, every 20th repeats its samples on one thread
 KERNEL_WORKERS = 5        # the first warm workers also time the ceilings
 TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
 
@@ -294,7 +293,6 @@ def pool_T(T, parts, min_time):
            "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
            "figures_from": "kept samples" if any(kept.values()) else
            "all samples: the canary kept none",
-           "canary_ratios": [round(s["canary_ratio"], 4) for s in samples],
            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
            if aside else None,
            "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
@@ -1106,6 +1104,7 @@ NAMED_CPUS = 0.05         # another process is named in a remedy from this many 
 # own page faults, preemptions and clock). What a platform cannot tell is None, never guessed.
 
 SYSROOT = Path("/")
+CPUFREQ = "sys/devices/system/cpu/cpu[0-9]*/cpufreq"  # each CPU's cpufreq folder, under SYSROOT
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
@@ -1152,20 +1151,16 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_dirs():
-    return sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
-
-
 def cpufreq_MHz():
     """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
     elsewhere at best a nominal figure)."""
-    return [int(v) // 1000 for p in cpufreq_dirs()
+    return [int(v) // 1000 for p in sorted(SYSROOT.glob(CPUFREQ))
             if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_state():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
-    cpus = cpufreq_dirs()
+    cpus = sorted(SYSROOT.glob(CPUFREQ))
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
@@ -1614,11 +1609,6 @@ def steps_at(T, task, mha, canary):
     return rec
 
 
-def time_steps(task, mha, canary):
-    """steps_at at each of the task's T, one T at a time."""
-    return {str(T): steps_at(T, task, mha, canary) for T in task["pass_Ts"]}
-
-
 # ----------------------------------------------------------------------------------------------
 # The workers: a fresh process (`perf.py --worker`) runs its task (its samples, then the passes,
 # its copies and its ceiling repeats, the canary read between every two batches) and only
@@ -1659,7 +1649,7 @@ def worker_job(task):
                        "preempted": None if switches is None else preemptions() - switches,
                        "MHz": [m for rec in by_T.values() for m in rec.pop("MHz")]}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
-            steps = time_steps(task, mha, canary)
+            steps = {str(T): steps_at(T, task, mha, canary) for T in task["pass_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
@@ -1719,22 +1709,15 @@ def spawn_one(task, in_process, timeout):
         raise RunError(f"worker {task['label']} wrote no result") from None
 
 
-def plan_rounds(per_T, n_warm, threads_ran):
-    """How the warm workers share each T's per_T samples: `rounds`, each worker's rounds of one
-    sample of every T (workers * rounds >= per_T), and the rounds in which it repeats its samples
-    on one BLAS thread (none if one ran: one thread cannot cooperate with itself)."""
-    rounds = math.ceil(per_T / n_warm)
-    return rounds, (list(range(min(2, rounds - 1), rounds, ONE_THREAD_EVERY))
-                    if (threads_ran or 1) > 1 else [])
-
-
 def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts: each one's task (the
     default-heap worker's first)."""
     prof = PROFILES[args.profile]
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["workers"], per_T)
-    rounds, one_thread = plan_rounds(per_T, n_warm, threads["blas_threads"])
+    rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
+    # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
+    one_thread = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
     kernel = min(n_warm, KERNEL_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / kernel),
@@ -1870,10 +1853,6 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
                 *remedy, basis=basis)}
 
 
-CANARY_PARTS = {"compute": "one core computed slowly (its clock, or a neighbour on its core)",
-                "blas": "the BLAS threads were slow together (their cores far apart, or shared)"}
-
-
 def slow_processes(workers):
     """The warm processes the canary saw slow for their whole life, which their own reference
     cannot see: either part of a process's canary reference over PROCESS_SLOW times the other
@@ -1901,7 +1880,7 @@ def canary_checks(rows, workers, left_out):
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
                 f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
-                    f", mostly its {part} part: {CANARY_PARTS[part]}" if part else "") +
+                    f", mostly its {part} part" if part else "") +
                 ": too few samples of the machine's fast side remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
@@ -1926,8 +1905,7 @@ def verdict_from(checks):
 
 
 def process_group_findings(rows):
-    """Per op holding MATERIAL_SHARE of the forward and T, the processes' estimates where they
-    fall into two groups: what this machine's processes do, not a disturbance."""
+    """Each op holding MATERIAL_SHARE of the forward, at each T where its processes fall in two."""
     return [{"op": k, "T": r["T"], "groups": r["ops"][k]["process_groups"]} for r in rows
             for k in OPS if r["ops"][k]["time_share"] >= MATERIAL_SHARE and
             len(r["ops"][k]["process_groups"]) > 1]
@@ -2042,8 +2020,6 @@ def compare_facts(a, b, T):
         f"{x['T']}:{x['ops'][op]['bound']}" for x in r["sweep"] if x["T"] <= T), False, None,
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
-    facts += [(f"expected: {o['claim']}", lambda r, i=i: r["analysis"]["expected_observations"][i][
-        "held"], False, None, None) for i, o in enumerate(a["analysis"]["expected_observations"])]
     out = []
     for fact, get, state, limit, why in facts:
         va, vb = get(a), get(b)
@@ -2107,33 +2083,20 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def number(kind, positive=True):
-    """An argparse type: a finite `kind`, > 0 (positive) or >= 0."""
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if not (math.isfinite(v) and (v > 0 if positive else v >= 0)):
-            raise argparse.ArgumentTypeError(f"{text!r} must be {'> 0' if positive else '>= 0'}")
-        return v
-    return parse
-
-
 def parse_args(argv):
     p = Parser(prog="perf.py", description=__doc__.split("\n\n")[0])
     add = p.add_argument
-    add("--T", type=number(int), nargs="+", default=list(T_SWEEP), help="sequence lengths")
-    add("--d-model", type=number(int), default=64)
-    add("--n-heads", type=number(int), default=4)
-    add("--seed", type=number(int, positive=False), default=0)
-    add("--min-time", type=number(float), help="seconds of work in each sample and each ceiling "
+    add("--T", type=int, nargs="+", default=list(T_SWEEP), help="sequence lengths")
+    add("--d-model", type=int, default=64)
+    add("--n-heads", type=int, default=4)
+    add("--seed", type=int, default=0)
+    add("--min-time", type=float, help="seconds of work in each sample and each ceiling "
         "repeat, at least (default 0.05)")
-    add("--samples", type=number(int), help="samples per T over all workers, rounded "
+    add("--samples", type=int, help="samples per T over all workers, rounded "
         "up to a multiple of --workers (default 100)")
-    add("--workers", type=number(int), help="warm worker processes, one at a time (default 10)")
+    add("--workers", type=int, help="warm worker processes, one at a time (default 10)")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
-    add("--threads", type=number(int), help="BLAS threads (default: OMP_NUM_THREADS, else one "
+    add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS, else one "
         "per physical core)")
     add("--out", type=Path, help="output folder (default: this one; --compare: B's)")
     add("--roofline", type=Path, help="Phase 1 manifest: beta_peak_GBps, pi_peak_GFLOPS")
@@ -2142,6 +2105,11 @@ def parse_args(argv):
     add("--compare", nargs=2, metavar=("A", "B"), help="B against the baseline A (results.json "
         "or folders): writes compare.json")
     args = p.parse_args(argv)
+    bad = [f"--{k.replace('_', '-')} {x}" for k, v in vars(args).items() for x in (
+        v if k == "T" else [v]) if type(x) in (int, float) and not (
+            math.isfinite(x) and (x >= 0 if k == "seed" else x > 0))]
+    if bad:  # every number finite and > 0, the seed >= 0
+        p.error(f"{bad[0]}: must be a finite number > 0 (the seed >= 0)")
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
     args.profile = "quick" if args.quick else "default"
