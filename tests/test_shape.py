@@ -1,5 +1,6 @@
 """perf.py reads top to bottom: short, one job per function, one conductor, and no function uses
-one defined further down (the entry point aside)."""
+one defined further down within its part (Part I, the lab, may call Part II, the harness; the
+entry point aside)."""
 import ast
 
 from conftest import PERF
@@ -18,12 +19,13 @@ def local_names(fn):
     return bound
 
 
-def test_at_most_2235_lines_of_at_most_100_characters_and_no_function_over_60():
-    # Issue 31 asked for 2,000 at the end of its batch; the file stands at 2,231: the anatomy folded
-    # into the passes and two simplification passes took out about 50 lines, and what is left
-    # is the features earlier issues built (see the closing note). The cap holds it there.
+MAX_LINES = 2235  # what a learner is asked to read, at most: issues 39 and 40 set it, counting what
+                  # a change removes, so that a feature is paid for by a simplification
+
+
+def test_at_most_MAX_LINES_of_at_most_100_characters_and_no_function_over_60():
     lines = SOURCE.splitlines()
-    assert len(lines) <= 2235
+    assert len(lines) <= MAX_LINES
     assert [i + 1 for i, ln in enumerate(lines) if len(ln) > 100] == []
     long = {name: n.end_lineno - n.lineno + 1 for name, n in TOP.items()
             if n.end_lineno - n.lineno + 1 > 60}
@@ -37,7 +39,8 @@ def test_one_conductor_calls_every_step_of_a_run_in_the_order_the_data_flows():
                                         and isinstance(n.func, ast.Name) and n.func.id in TOP),
                                        key=lambda n: (n.lineno, n.col_offset))]
     steps = ["make_plan", "spawn_all", "pool_sweep", "combine_ceilings", "place_on_roofline",
-             "analyse", "judge_run", "plot_perf", "plot_roofline", "write_atomically"]
+             "analyse", "judge_run", "results_record", "plot_perf", "plot_roofline",
+             "write_atomically"]
     first = [calls.index(step) for step in steps]
     assert first == sorted(first), calls
     # No other function spawns the workers or writes a run's files.
@@ -76,10 +79,10 @@ def test_part_one_is_the_lab_blocks_a_to_f_in_order_then_part_two_the_harness():
     block = lambda name: [b for at, b in banners if at < TOP[name].lineno][-1]  # noqa: E731
     assert {n: block(n) for n in ("attention_forward_timed", "sample_forwards", "pool_sweep",
                                   "plot_perf", "op_cost", "place_on_roofline", "plot_roofline",
-                                  "analyse", "make_manifest", "run_lab")} == {
+                                  "analyse", "make_manifest", "results_record", "run_lab")} == {
         "attention_forward_timed": "A", "sample_forwards": "B", "pool_sweep": "B",
         "plot_perf": "C", "op_cost": "D", "place_on_roofline": "D", "plot_roofline": "D",
-        "analyse": "E", "make_manifest": "F", "run_lab": "F"}
+        "analyse": "E", "make_manifest": "F", "results_record": "F", "run_lab": "F"}
 
 
 def test_the_docstring_map_names_functions_that_exist():

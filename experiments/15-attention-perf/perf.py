@@ -166,9 +166,9 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
-    forward, in the lab's dict (TIMED_KEYS, in OPS's order). numpy is eager: each result exists
-    when its call returns. One stamp between two ops, and the dict made after the last: what the
-    timers add is a few stamps (measured: the instrumentation_overhead of every row)."""
+    forward, in the lab's dict (TIMED_KEYS). numpy is eager: each result exists when its call
+    returns. One stamp between two ops, the dict made after the last (cost: each row's
+    instrumentation_overhead)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -220,9 +220,8 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 def take_samples(task, mha, canary):
     """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
     rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
-    in turn), after one untimed forward. After each sample: its timer pair and, in the
-    one-thread rounds, the same sample on one BLAS thread. Per T: its samples, timer ratios and
-    one-thread samples, and what the machine did around them (machine_around)."""
+    in turn), after one untimed forward; after each sample, its timer pair and, in the one-thread
+    round, the same sample on one BLAS thread; the machine around each (machine_around)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -252,10 +251,9 @@ def process_time(samples):
 
 def summarize(by_process):
     """One op at one T from the samples that feed its figures, a list per warm process, the unit
-    of replication (processes can run an op at different speeds for their whole life: compare
-    between_process_rsd with within_process_rsd): time_s, the median of their process_time, with
-    its CONFIDENCE interval over this run's processes only; process_groups; the pooled samples'
-    mean and SD (the lab's) beside."""
+    of replication (a process can run an op at its own speed for its whole life: compare
+    between_process_rsd with within_process_rsd): time_s, the median of their process_time, its
+    CONFIDENCE interval over this run's processes only, process_groups; the lab's mean and SD."""
     each = [process_time(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
@@ -274,9 +272,9 @@ def summarize(by_process):
 
 def pool_T(T, parts, min_time):
     """One T's row from its workers' records: per op summarize's statistics of the samples the
-    canary kept, from the processes that kept any, named (if none did, from all, and figures_from
-    says so); what was set aside; that each sample lasted min_time; what the timers and the canary
-    cost, what the timers miss, the faults. forward_s, a bar's height: the ops' time_s summed."""
+    canary kept, from the processes that kept any, named (none did: from all, figures_from says);
+    what was set aside; each sample's min_time; what the timers and the canary cost, what the
+    timers miss, the faults. forward_s, a bar's height: the ops' time_s summed."""
     samples = [s for p in parts for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in parts}
@@ -381,9 +379,8 @@ def groups_text(g):
 
 
 def footer(fig, res, marks, protocol):
-    """Under a picture: the machine, its marks' protocol, the verdict and, if disturbed, what to
-    do, in one short line; the widest process groups, if any, in one clause. Returns the share of
-    the figure's height it takes."""
+    """Under a picture: the machine, its marks' protocol, the verdict (if disturbed, what to do)
+    and the widest process groups, in short lines. Returns the share of the figure it takes."""
     hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
     counts = sorted({len(r.get("processes", [])) for r in res["sweep"]})  # per T (none: older)
@@ -503,8 +500,7 @@ def plot_perf(res):
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
-    the one byte model that the costs, the working sets, scores' steps, the softmax's passes, the
-    laptop's figures and the memory estimate read."""
+    the one byte model the costs, working sets, steps, laptop and memory estimate all read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
     return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
@@ -596,8 +592,7 @@ def ceilings_and_ridge(given, measured):
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
-    ridge's interval) and against the roof of the smallest level its working set fits (a level
-    bound by numpy's per-call cost has no roof)."""
+    ridge's interval) and against the roof of the smallest level its working set fits."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_interval"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
@@ -759,8 +754,7 @@ def thresholds(d_k, ridge, ridge_interval):
 
 def on_lab_laptop(d_model, n_heads):
     """Predictions for the lab's i5-8250U from the curriculum's figures (LAB_LAPTOP), never
-    measured here: its ridge (pi over the range of beta), and the first T whose softmax working
-    set no longer fits its L3."""
+    measured: its ridge (pi over beta's range), the first T whose softmax outgrows its L3."""
     lo, hi = (LAB_LAPTOP["pi_GFLOPS"] / b for b in LAB_LAPTOP["beta_GBps"][::-1])
     l3 = LAB_LAPTOP["caches_bytes"]["L3"]
     spills = next(T for T in range(1, 1 << 16) if working_set(T, d_model, n_heads)["softmax"] > l3)
@@ -818,9 +812,8 @@ def softmax_against_roofs(row, ceilings):
 
 
 def threading_windows(Ts, workers):
-    """Per T, the warm workers' one-thread samples against the all-thread sample just before each
-    (the same time window; the pairs the canary kept): per op, the median of all threads' time
-    over one's, each side's."""
+    """Per T, each one-thread sample against the all-thread sample just before it (the same
+    window; the pairs the canary kept): per op, the median of all threads' time over one's."""
     out = []
     for T in Ts:
         matched = [(a, o) for p in (w["by_T"][str(T)] for w in workers) for o in p["one_thread"]
@@ -841,20 +834,18 @@ def median_interval(values, key):
 
 
 def pass_floor(p):
-    """The larger of a pass's two floors, from their intervals: "copy" when a copy of its bytes
-    costs more than the same call in cache, the intervals apart; "in cache" (the call's
-    arithmetic, loop and fresh output) when the reverse; else "unresolved"."""
+    """The larger of a pass's two floors, their intervals apart: "copy" (a copy of its bytes),
+    "in cache" (the same call in cache: arithmetic, loop, fresh output); else "unresolved"."""
     (c_lo, c_hi), (k_lo, k_hi) = p["in_cache_ns_per_element_interval"], \
         p["copy_ns_per_element_interval"]
     return "copy" if k_lo > c_hi else "in cache" if c_lo > k_hi else "unresolved"
 
 
 def softmax_pass_comparisons(rows, workers, d_model, n_heads):
-    """Block E's why, from controlled comparisons of the softmax's numpy passes, never from
-    the sweep's times: per T and pass, ns per element at that T, the same call on as many rows
-    as fit in cache, and one thread's copy moving the pass's bytes, each the median over the
-    processes that timed it with its interval; the larger floor, pass_floor's. Beside (not an
-    input): the sweep's softmax per element."""
+    """Block E's why, from controlled comparisons of the softmax's passes, never from the sweep's
+    times: per T and pass, ns per element at T, in cache, and for one thread's copy of its bytes,
+    each the median over the processes that timed it with its interval; the larger floor
+    (pass_floor). Beside, not an input: the sweep's softmax per element."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
@@ -885,9 +876,8 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
 
 
 def scores_step_times(rows, workers, d_model, n_heads):
-    """scores taken apart at each T: its matmul and its scaling pass over the T x T matrix,
-    each the median over the processes that timed them (seconds) with its interval; the scaling
-    pass's share of the two, and the bytes the two steps move. Beside: the sweep's scores."""
+    """scores taken apart at each T: its matmul and its scaling pass, each the median over the
+    processes (seconds) with its interval; the scaling's share, the bytes; the sweep's beside."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
@@ -994,9 +984,8 @@ def write_atomically(out_dir, files):
 
 
 def results_record(cfg, hardware, threads, blas, workers, left_out, started, **parts):
-    """results.json: the run's config and machine, each worker process, the canary's references
-    and the processes left out, and `parts` (the ceilings, the sweeps, the analysis, the
-    verdict), with what time_s and its interval mean."""
+    """results.json: config, machine, worker processes, the canary's references and who was left
+    out, and `parts` (ceilings, sweeps, analysis, verdict), with what time_s means."""
     return {
         "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
@@ -1323,9 +1312,8 @@ def quantile_interval(values, q):
 
 
 def process_groups(estimates):
-    """The processes' estimates as groups: split at their largest gap where it is wider than
-    GROUP_GAP and than either side's own spread (max / min), [[median, processes], [median,
-    processes]]; else one group, [[median, processes]]."""
+    """The estimates split at their largest gap where it is wider than GROUP_GAP and than either
+    side's own spread: [[median, count], [median, count]]; else one group, [[median, count]]."""
     x = sorted(estimates)
     gaps = [b / a for a, b in zip(x, x[1:])]
     i = gaps.index(max(gaps)) + 1 if gaps else 0
@@ -1336,9 +1324,8 @@ def process_groups(estimates):
 
 def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
-    after a batch): one thread computing (exp over 64 KiB: the clock) and the BLAS threads (a 128²
-    matmul: cores that sit apart or are shared slow it, and every BLAS op with it). `read` gives
-    {part: seconds}; `last` the latest reading; `spent_s` what reading it has cost so far. (A
+    after a batch): one thread computing (exp over 64 KiB: the clock) and the BLAS threads (a
+    128² matmul). `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A
     copy part, tried on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
@@ -1358,10 +1345,9 @@ def make_canary():
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [the
-    reading before, the reading after]); the reading after is the next batch's before.
-    `blas_threads`: the batch on that many BLAS threads, the canary still read on the worker's
-    own."""
+    """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [before,
+    after]); the after is the next batch's before. `blas_threads`: the batch on that many BLAS
+    threads, the canary still on the worker's own."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
@@ -1384,19 +1370,17 @@ def machine_around(rec, canary):
 
 
 def canary_reference(readings, q=CANARY_REFERENCE):
-    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples,
-    the fast side of them: the reference its batches are judged against. Not the readings after
-    the steps' small batches: the canary runs faster there, its data still in cache, and would
-    make the samples' readings look slow."""
+    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
+    the fast side its batches are judged against. Not the readings after the steps' small
+    batches, which run faster (data still in cache) and would make the samples' look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q))
             for part in readings[0]}
 
 
 def mark_batches(worker, reference):
-    """Every timed batch of a worker's samples (its one-thread ones too) gets its canary_ratio,
-    how slow the machine ran around it: its slowest part's time over that part's reference, each
-    part at the faster of its two readings (one reading caught by an interrupt is not a phase);
-    and canary_part, which part that was."""
+    """Each timed batch of a worker's samples gets canary_ratio, its slowest canary part over that
+    part's reference, each part at the faster of its two readings (one reading caught by an
+    interrupt is not a slow spell), and canary_part, which part that was."""
     for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
         before, after = batch["canary_pair"]
         ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
@@ -1426,10 +1410,9 @@ def timer_cost_ratio(x, mha, mask, n, r):
 # repeats, like the ops.
 
 def copy_buffers(nbytes):
-    """Source and destination of a copy whose working set is nbytes, in one block, the
-    destination half a page from the source (modulo pages): on AMD Zen, glibc's memmove (rep
-    movsb) copies ten times slower when dst - src is a few bytes past a multiple of 4 KiB, as
-    back-to-back heap buffers are; that would measure the CPU's pitfall, not the cache."""
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages): on AMD Zen, glibc's memmove copies ten times slower when dst - src is a few
+    bytes past a multiple of 4 KiB, as back-to-back buffers are: the CPU's pitfall, not a cache."""
     n = nbytes // 8
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
@@ -1460,9 +1443,8 @@ def matmul_rates(n, reps, min_time):
 
 def copy_levels(hardware, dram_bytes=None):
     """The working set (source + destination) that measures each level: half of each data cache
-    (an L1 copy may time numpy's per-call cost rather than the cache: combine_ceilings says
-    which), DRAM four times past the last and at half that (the plateau check), none over
-    COPY_MAX_BYTES."""
+    (an L1 copy may time numpy's per-call cost: combine_ceilings says), DRAM four times past the
+    last and half that (the plateau check), none over COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1476,10 +1458,9 @@ def copy_levels(hardware, dram_bytes=None):
 
 
 def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples (the DRAM copy evicts their
-    caches): each level's copy on one thread and, if all CPUs share it, on all; pi's matmul.
-    The canary does not judge them: read right after a 2048² matmul or a 128 MiB copy, it runs
-    slow by the batch's own after-effect, and would set aside the kernels' steady state."""
+    """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
+    and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: read right after a
+    2048² matmul or a large copy it runs slow by that batch's own after-effect."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1496,9 +1477,8 @@ def time_ceilings(spec, min_time):
 
 
 def rate_estimate(runs):
-    """A ceiling from its repeats' rates, a list per worker, pooled: the 75th percentile (the fast
-    side, as time_s is of times: interference only slows a repeat) and its CONFIDENCE interval;
-    the full range beside."""
+    """A ceiling from its repeats' rates, a list per worker, pooled: the CEILING_QUANTILE (the fast
+    side: interference only slows a repeat), its CONFIDENCE interval, the full range beside."""
     rates = sum(runs, [])
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
     return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
@@ -1579,11 +1559,11 @@ def softmax_passes(S, mask):
 
 def steps_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    also on as many of its rows as fit in_cache_bytes with every array the widest pass touches
-    (in_cache), and one thread's copy of its bytes (copy: the start of one block, the largest
-    pass's: one block on the peak, not six); at KEYED_T, exp in cache in float64 too. Seconds per
-    call: the fastest of STEP_REPEATS batches of STEP_MIN_TIME, taken in turn over every call (a
-    slow spell costs one batch, not a figure). Its arrays are freed on return."""
+    also on as many rows as fit in_cache_bytes with every array the widest pass touches
+    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block,
+    one block on the peak); at KEYED_T, exp in cache in float64 too. Seconds per call: the
+    fastest of STEP_REPEATS batches of STEP_MIN_TIME in turn over every call (a slow spell costs
+    one batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
@@ -1815,11 +1795,10 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
 
 def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
-    last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz where it can
-    be read, else both canary parts at the fast side of each worker's readings: a clock slows
-    both, while a process can run one part slower for its whole life (the compute part alone
-    x1.3, measured), so the smaller fall counts. On a VM the canary cannot tell the clock from
-    the shared host: the remedy says so."""
+    last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz, else both
+    canary parts' fast side: a clock slows both, while a process can run one part slower for its
+    whole life (compute alone x1.3, measured), so the smaller fall counts. On a VM the canary
+    cannot tell the clock from the shared host: the remedy says so."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1868,10 +1847,9 @@ def slow_processes(workers):
 
 
 def canary_checks(rows, workers, left_out):
-    """The canary's two rules. slow_samples: it ran slow around more than SET_ASIDE_LIMIT of a
-    T's samples (their processes ran slow around most of them). slow_process: half or more of the
-    warm processes ran slow for their whole life (slow_processes left them out); fewer are left
-    out of the figures, named, and the run stays quiet. One warm process: not judged."""
+    """The canary's two rules. slow_samples: it ran slow around over SET_ASIDE_LIMIT of a T's
+    samples. slow_process: half or more of the warm processes ran slow for their whole life
+    (slow_processes); fewer are left out, named, the run quiet. One warm process: not judged."""
     aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
@@ -1912,9 +1890,8 @@ def process_group_findings(rows):
 
 
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av at the largest T, in the same windows? av's product is T deep
-    (scores' only d_k: threads may not help it on a quiet machine). A property of the machine,
-    not a disturbance; one thread is advised only if this run backs it (one thread was faster)."""
+    """Do the BLAS threads help av (T deep; scores only d_k) at the largest T, in the same windows?
+    A property of the machine, not a disturbance; one thread advised only if it was faster."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
@@ -1935,9 +1912,8 @@ def cooperation_finding(windows, threads_ran):
 def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
     """Disturbed only on evidence that something else used the machine: others' CPU time, steal,
     the workers' preemptions, the clock (first warm process to the last not left out), the
-    canary's two rules. Beside, what this machine does (findings): processes in two groups,
-    threads that barely help. The default-heap worker's preemptions (its page faults) are
-    recorded, not judged."""
+    canary's two rules. Beside, findings about this machine: processes in two groups, threads
+    that barely help; the default-heap worker's preemptions (its faults), not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -2125,10 +2101,9 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS 
 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its passes at the largest T (steps_at: P, S, Z, D, E, the mask, a call's output, the copy
-    block, and half an (h, T, T) array more where the warm heap cannot reuse the samples' freed
-    arrays: 0.1-0.5 of one measured at T = 1024-4096) and its ceilings (the largest copy block,
-    pi's three matrices). The default-heap worker holds one forward's arrays: less."""
+    its steps at the largest T (steps_at: P, S, Z, D, E, the mask, a call's output, the copy
+    block, and half an (h, T, T) array where the warm heap cannot reuse the samples' freed
+    arrays: 0.1-0.5 measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     passes = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
@@ -2138,9 +2113,8 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
 
 
 def refuse_early(args, plan):
-    """Refuse before measuring: a run larger than the memory (this process and the largest
-    worker; the largest T that fits named), an --out that takes no file (made for the probe, then
-    removed). Returns the memory estimate (MiB)."""
+    """Refuse before measuring a run larger than the memory (this process and the largest worker;
+    the largest T that fits named) or an --out that takes no file. Returns the estimate (MiB)."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
     if need(args.T) > (available := psutil.virtual_memory().available):
