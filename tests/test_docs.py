@@ -11,7 +11,9 @@ import re
 import perf
 import pytest
 
-from bindings import BINDINGS, CLAIMS, STRUCTURAL
+import dis
+
+from bindings import BINDINGS, CLAIMS, MARKERS, STRUCTURAL
 from conftest import EXP
 
 ROOT = EXP.parent.parent
@@ -58,6 +60,32 @@ def test_no_number_in_the_prose_is_unbound(name):
 def test_every_quantitative_word_is_true_of_the_committed_run(name, phrase, holds):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
     assert holds(RESULTS, MANIFEST), f"{name}: {phrase!r} is not true of the committed run"
+
+
+@pytest.mark.parametrize("name,phrase", MARKERS, ids=lambda c: str(c)[:40])
+def test_every_open_question_is_said(name, phrase):
+    assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
+
+
+def reads_the_run(holds):
+    """Whether a claim's predicate reads the run: its arguments (the results and the manifest),
+    in its body or in a comprehension within it, or the reruns' figures (reruns.json). One that
+    reads neither is a constant, or a constant against its own literal, and proves nothing."""
+    names = set(holds.__code__.co_varnames[:holds.__code__.co_argcount]) | {"RERUNS", "R_ALL"}
+    codes = [holds.__code__]
+    while codes:
+        code = codes.pop()
+        codes += [c for c in code.co_consts if isinstance(c, type(code))]
+        if any(i.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL"))
+               and i.argval in names for i in dis.get_instructions(code)):
+            return True
+    return False
+
+
+def test_no_claim_is_a_constant():
+    assert [phrase for _, phrase, holds in CLAIMS if not reads_the_run(holds)] == []
+    assert not reads_the_run(lambda *_: True) and not reads_the_run(lambda r, m: 0.75 == 0.75)
+    assert reads_the_run(lambda r, m: r["canary"]["set_aside_limit"] == 0.75)
 
 
 def test_all_six_files_of_the_lab_are_there_from_a_real_run():

@@ -6,6 +6,7 @@ import collections
 import json
 import platform
 
+import numpy as np
 import psutil
 import pytest
 
@@ -145,13 +146,16 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
     res, man, _ = run(tmp_path, capsys)
     hw = res["hardware"]
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
-    # psutil on Windows counts page faults; where it gives none, the count is unknown, not zero.
-    assert ("page_faults" in hw["unavailable"]) == (perf.page_faults() is None)
-    assert all(r["page_faults_per_forward"] is None for r in res["sweep"]) == \
-        ("page_faults" in hw["unavailable"])
+    # psutil on Windows counts page faults (num_page_faults); this machine's psutil, under the
+    # simulation, may not: then the count is unknown, not zero.
+    counted = hasattr(psutil.Process().memory_info(), "num_page_faults")
+    assert ("page_faults" in hw["unavailable"]) == (not counted)
+    assert all(r["page_faults_per_forward"] is None for r in res["sweep"]) == (not counted)
     assert hw["cpu_governor_at_run"] == "unavailable" and hw["caches"] == {}
     assert (hw["vendor"], hw["family"], hw["model"]) == ("GenuineIntel", 6, 142)
-    assert "AVX2" in hw["simd_flags"]  # numpy's own detection, the same on every OS
+    # numpy's own detection, read from numpy itself: the same on every OS, whatever the CPU
+    found = (getattr(np, "_core", None) or np.core)._multiarray_umath.__cpu_features__
+    assert hw["simd_flags"] == [f for f, on in found.items() if on]
     assert res["heap"]["mode"] == "default" and "not glibc" in res["heap"]["control"]
     assert res["conditions"]["checks"]["steal_fraction"]["ok"] is None
     assert "steal_fraction" in res["conditions"]["unknown"]
@@ -159,16 +163,70 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
 
 
 def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(perf.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError))
     monkeypatch.setattr(perf, "SYSROOT", tmp_path / "empty")
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     res, _, _ = run(tmp_path, capsys)
     hw = res["hardware"]
-    assert hw["cpu_model"]  # sysctl is absent here: platform's answer, or "unknown"
+    # No sysctl answer (a failed call): platform's answer, else "unknown"
+    assert hw["cpu_model"] == (platform.processor() or "unknown")
     assert hw["logical_cpus"] == psutil.cpu_count() and hw["physical_cores"] >= 1
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert hw["libc"] is None and res["heap"]["mode"] == "default"
     assert all(isinstance(r["page_faults_per_forward"], float) for r in res["sweep"])
+
+
+MacTimes = collections.namedtuple("scputimes", "user nice system idle")
+
+
+def apple_silicon(monkeypatch, tmp_path):
+    """An Apple-silicon Mac as perf.py's seams would see it: arm64, Darwin, no /proc or /sys, no
+    glibc, psutil's CPU times without steal, ten cores (performance and efficiency) and no
+    hyper-threads, sysctl's brand string, numpy's ARM features and kernels, and Accelerate, which
+    threadpoolctl does not see."""
+    monkeypatch.setattr(perf, "SYSROOT", tmp_path / "empty")
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 10)
+    real = psutil.cpu_times
+    monkeypatch.setattr(psutil, "cpu_times", lambda: MacTimes(real().user, 0.0, real().system,
+                                                              real().idle))
+    brand = collections.namedtuple("done", "stdout")("Apple M2 Pro\n")
+    monkeypatch.setattr(perf.subprocess, "run", lambda *a, **k: brand)
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath
+    monkeypatch.setattr(umath, "__cpu_features__", {
+        "NEON": True, "NEON_FP16": True, "NEON_VFPV4": True, "ASIMD": True, "ASIMDHP": True,
+        "ASIMDDP": True, "ASIMDFHM": True, "SVE": False, "AVX2": False, "AVX512F": False})
+    monkeypatch.setattr(umath, "__cpu_baseline__", ["NEON", "NEON_FP16", "NEON_VFPV4", "ASIMD"])
+    monkeypatch.setattr(umath, "__cpu_dispatch__", ["ASIMDHP", "ASIMDDP", "ASIMDFHM", "SVE"])
+    introspect = getattr(np.lib, "introspect", None)
+    if getattr(introspect, "opt_func_info", None) is not None:
+        monkeypatch.setattr(introspect, "opt_func_info", lambda names, dtype: {
+            n: {"ff": {"current": "ASIMD" if n == "exp" else "baseline(NEON)"}}
+            for n in ("add", "maximum", "subtract", "exp", "divide")})
+    monkeypatch.setattr(perf, "blas_info", lambda: [])
+
+
+def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, monkeypatch):
+    apple_silicon(monkeypatch, tmp_path)
+    res, man, out = run(tmp_path, capsys)
+    hw = res["hardware"]
+    assert (hw["machine"], hw["cpu_model"], hw["physical_cores"], hw["smt"]) == (
+        "arm64", "Apple M2 Pro", 10, False)
+    assert not any("AVX" in f or "X86" in f for f in hw["simd_flags"] + hw["numpy_baseline"])
+    kernels = hw["numpy_softmax_kernels"]
+    assert kernels is None or kernels["exp"] in ("ASIMD", "ASIMDHP", "ASIMDDP", "SVE")
+    # What a Mac cannot tell: the hypervisor's steal, the preemptions, the governor; unknown.
+    assert {"steal_fraction", "preemptions_per_s", "governor_or_turbo_changed"} <= set(
+        res["conditions"]["unknown"])
+    assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
+    assert res["heap"]["mode"] == "default" and res["threads"]["blas_threads"] is None
+    assert "sees no BLAS" in out and man["hardware"]["machine"] == "arm64"
+    # The clock from the canary (no cpufreq), the roofline from measured copies alone.
+    assert res["conditions"]["checks"]["clock_drop"]["basis"] == "canary"
+    assert list(res["ceilings"]["levels"]) == ["DRAM"]
 
 
 def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
