@@ -9,7 +9,7 @@ purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conducts a run. Part II
 is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
-what a sample is, sample_forwards; an op's time_s, summarize and pool_T; the bytes of every
+what a sample is, sample_forwards; an op's time_s, process_time and summarize; the bytes of every
 array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
 answers, analyse (why the softmax is slow, softmax_pass_comparisons); the canary around each batch,
 watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
@@ -1071,20 +1071,20 @@ PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of
 SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
                           # the 25th percentile still rests on as many as in a run that sets none
 
-# Thresholds of the analysis, the verdict and --compare.
+# Thresholds of the analysis, the verdict and --compare: chosen, each for the reason it says.
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
-GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (process_groups)
+GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (a process's
+                          # own samples spread a few percent, measured)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
-CLOCK_DROP_LIMIT = 0.10   # the cores' clock (or the canary's compute) may fall this much from the
-                          # first warm worker to the last
+CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
 CLOCK_QUANTILE = 0.25     # the canary's compute part in a worker: this quantile of its readings
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-MACHINE_LIMIT = 1.25        # --compare: a machine reference that moves this much: another state
+MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 
 # ----------------------------------------------------------------------------------------------
