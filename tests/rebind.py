@@ -107,8 +107,8 @@ def rebind_document(name, table, old, new, report):
 
 def rerun_digest(r, m):
     """What the write-up compares across runs: the manifest, and from results.json each answer's
-    figures, the classes, the processes' spread, the softmax's passes, the threads, the heap, the
-    copies and each process's canary reference."""
+    figures, the classes, the processes' spread and groups, the softmax's passes, the threads, the
+    heap, the copies, each process's canary reference and the processes left out."""
     at = {x["T"]: x for x in r["sweep"]}
     a = r["analysis"]
     return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
@@ -141,7 +141,9 @@ def rerun_digest(r, m):
                                                   "plateau", "past_llc")}
                        for n, lv in r["ceilings"]["levels"].items()},
             "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},
-            "canary_reference_s": r["canary"]["reference_s"]}
+            "canary_reference_s": r["canary"]["reference_s"], "left_out": r["canary"]["left_out"],
+            "process_groups": r["conditions"]["findings"]["process_groups"],
+            "run_wall_s": r["run_wall_s"]}
 
 
 def write_reruns(folders):
