@@ -51,7 +51,8 @@ def figures(run, get):
     bindings.use_reruns(run["reruns"]["runs"])
     try:
         return get(run["r"], run["m"]), None
-    except (KeyError, IndexError, TypeError, ValueError, StopIteration, ZeroDivisionError) as e:
+    except (KeyError, IndexError, TypeError, ValueError, StopIteration, ZeroDivisionError,
+            AttributeError) as e:
         return None, f"{type(e).__name__}: {e}"
 
 
@@ -142,6 +143,8 @@ def rerun_digest(r, m):
                        for n, lv in r["ceilings"]["levels"].items()},
             "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},
             "canary_reference_s": r["canary"]["reference_s"], "left_out": r["canary"]["left_out"],
+            "worker_labels": [w["label"] for w in r["worker_processes"]],
+            "processes": {T: x["processes"] for T, x in at.items()},
             "process_groups": r["conditions"]["findings"]["process_groups"],
             "run_wall_s": r["run_wall_s"]}
 

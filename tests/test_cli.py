@@ -1,5 +1,6 @@
-"""perf.py as a learner runs it: its files, bad input, the threads, interruption, and every way a
-worker or a write can fail, each ending in one line, the right exit status, earlier files intact."""
+"""perf.py as a learner runs it: its files, bad input, the threads, interruption, and the ways a
+worker or a write fails that are tested here, each ending in one line, the right exit status,
+earlier files intact."""
 import glob
 import json
 import os

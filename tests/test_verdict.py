@@ -156,10 +156,10 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     episode = worker(compute_us=(40, 40, 60, 60))
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \
         "quiet"
-    # A layout state: the last process's compute part x1.3 for its life, its BLAS part as the
-    # first's: the smaller fall of the two parts, none, is the clock's.
-    layout = worker(compute_us=(52, 52, 53, 78), blas_x=1.5 * 40 / 52)
-    assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, layout]))["verdict"] == \
+    # A process slower on one part: the last process's compute part x1.3 for its life, its
+    # BLAS part as the first's: the smaller fall of the two parts, none, is the clock's.
+    one_part = worker(compute_us=(52, 52, 53, 78), blas_x=1.5 * 40 / 52)
+    assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, one_part]))["verdict"] == \
         "quiet"
     # One worker: nothing to compare, unknown.
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first]))["unknown"] == [

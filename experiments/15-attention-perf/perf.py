@@ -225,9 +225,9 @@ def take_samples(task, mha, canary):
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
-    rounds = range(task["rounds"])
-    schedule = [(r, T) for r in rounds for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
-        if task["interleave"] else [(r, T) for T in Ts for r in rounds]
+    each = range(task["rounds"])
+    schedule = [(r, T) for r in each for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
+        if task["interleave"] else [(r, T) for T in Ts for r in each]
     for r, T in schedule:
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
@@ -635,7 +635,7 @@ def draw_roofs(ax, res, xs):
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
-              "   call-bound by the run's rule: numpy's per-call cost"
+              "   slower than a larger level's (call_cost_limited): no roof of its own"
               for n, lv in c["levels"].items()
               if lv.get("call_cost_limited")]
     if c["source"] == "measured" and not dram["past_llc"]:
@@ -943,7 +943,7 @@ def make_manifest(results, argv):
                                        "min_time_s", "quick", "blas_threads", "workers")}
         | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
-        "results_summary_definitions": {  # each figure from time_s, its 25th percentile
+        "results_summary_definitions": {  # time_s: results.json's definitions
             "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
@@ -990,7 +990,7 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
         "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": workers[1]["heap"],
+        "hardware": hardware, "threads": threads, "heap": workers[-1]["heap"],  # a warm one's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in ("label", "pid", "started", "ended", "sampling_s",
@@ -1074,7 +1074,7 @@ SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set
 # Thresholds of the analysis, the verdict and --compare: chosen, each for the reason it says.
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (a process's
-                          # own samples spread a few percent, measured)
+                          # own samples spread 1-3 %: within_process_rsd, in these runs)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
@@ -1392,6 +1392,20 @@ def slow(batch):
     return batch["canary_ratio"] > BATCH_SLOW
 
 
+def slow_processes(workers):
+    """The warm processes the canary saw slow for their whole life, which their own reference
+    cannot see: either part of a process's canary reference over PROCESS_SLOW times the other
+    warm processes' median. {label: {"canary_part", "ratio"}}; none with one warm process."""
+    out = {}
+    for i, w in enumerate(workers):
+        others = workers[:i] + workers[i + 1:]
+        ratios = {p: ref / float(np.median([o["canary_reference"][p] for o in others]))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part]}
+    return out
+
+
 def timer_cost_ratio(x, mha, mask, n, r):
     """What the timers cost: m timed over m untimed forwards (m a small share of the
     sample's n), back to back in an order that alternates with the round r."""
@@ -1607,7 +1621,7 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (a default one takes ~5 s)
+WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (a default one: ~5 s here)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
              "in_cache_bytes", "ceiling_spec")
@@ -1744,11 +1758,10 @@ def spawn_all(plan, in_process):
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
 # run measured, never more.
 
-def make_check(value, limit, reason, remedy, do, applies=True, basis=None):
+def make_check(value, limit, reason, remedy, do, basis=None):
     """One check, and for when it fails its reason, remedy and remedy in a few words (`do`);
     `basis`: what it was judged on, where there is a choice."""
-    return {"value": value, "limit": limit, "applies": applies,
-            "ok": None if value is None or not applies else value <= limit,
+    return {"value": value, "limit": limit, "ok": None if value is None else value <= limit,
             "reason": reason, "remedy": remedy, "do": do, "basis": basis}
 
 
@@ -1797,8 +1810,8 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz, else both
     canary parts' fast side: a clock slows both, while a process can run one part slower for its
-    whole life (compute alone x1.3, measured), so the smaller fall counts. On a VM the canary
-    cannot tell the clock from the shared host: the remedy says so."""
+    whole life (compute alone x1.3, on the Intel host), so the smaller fall counts. On a VM the
+    canary cannot tell the clock from the shared host: the remedy says so."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1820,8 +1833,8 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
               "-g performance), then rerun; on a shared machine, rerun later",
               "AC power, performance governor")
     host = basis == "canary" and virtualized
-    why = ("on a VM, the shared host (or its clock) ran slower for the later samples" if host else
-           "a laptop leaving turbo as its power budget runs out makes later samples slower")
+    why = ("the later samples ran slower: on a VM, the shared host or its clock" if host else
+           "the later samples ran slower: on a laptop, turbo can end as its power budget runs out")
     remedy = ("a shared host: rerun later, and set the runs side by side with --compare",
               "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
@@ -1830,20 +1843,6 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
             "clock_drop": make_check(
                 drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
                 *remedy, basis=basis)}
-
-
-def slow_processes(workers):
-    """The warm processes the canary saw slow for their whole life, which their own reference
-    cannot see: either part of a process's canary reference over PROCESS_SLOW times the other
-    warm processes' median. {label: {"canary_part", "ratio"}}; none with one warm process."""
-    out = {}
-    for i, w in enumerate(workers):
-        others = workers[:i] + workers[i + 1:]
-        ratios = {p: ref / float(np.median([o["canary_reference"][p] for o in others]))
-                  for p, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part]}
-    return out
 
 
 def canary_checks(rows, workers, left_out):
@@ -1877,9 +1876,9 @@ def verdict_from(checks):
     failed = [{"check": n, "reason": c["reason"], "remedy": c["remedy"], "do": c["do"]}
               for n, c in checks.items() if c["ok"] is False]
     return {"verdict": "disturbed" if failed else "quiet", "failed": failed,
-            "checks": {n: {k: c[k] for k in ("value", "limit", "applies", "ok")} | (
+            "checks": {n: {k: c[k] for k in ("value", "limit", "ok")} | (
                 {"basis": c["basis"]} if c["basis"] else {}) for n, c in checks.items()},
-            "unknown": [n for n, c in checks.items() if c["ok"] is None and c["applies"]]}
+            "unknown": [n for n, c in checks.items() if c["ok"] is None]}
 
 
 def process_group_findings(rows):
@@ -1891,7 +1890,7 @@ def process_group_findings(rows):
 
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help av (T deep; scores only d_k) at the largest T, in the same windows?
-    A property of the machine, not a disturbance; one thread advised only if it was faster."""
+    A finding, not a disturbance; one thread advised only if it was faster."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
@@ -1913,7 +1912,7 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
     """Disturbed only on evidence that something else used the machine: others' CPU time, steal,
     the workers' preemptions, the clock (first warm process to the last not left out), the
     canary's two rules. Beside, findings about this machine: processes in two groups, threads
-    that barely help; the default-heap worker's preemptions (its faults), not judged."""
+    that barely help; the default-heap worker's preemptions recorded, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -2156,7 +2155,7 @@ def report(results, out):
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' median; "
              f"figures from {n - len(results['canary']['left_out'])} of {n}"
              for k, v in results["canary"]["left_out"].items()]
-    notes += ["processes in two groups (not a disturbance: this machine's processes differ): "
+    notes += ["processes in two groups (a finding, not a disturbance): "
               + groups_text(g) for g in found["process_groups"]]
     if found["threads_cooperate"]["holds"] is False:
         notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
