@@ -186,9 +186,10 @@ def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays
     # Issue 39's run: warm 3's BLAS part x2.0 the others' median, its compute part as theirs.
     rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(warm)
-    assert left == {"warm 3": {"canary_part": "blas", "ratio": 2.0}}
+    assert left == {"warm 3": {"canary_part": "blas", "ratio": 2.0, "other_ratio": 1.0}}
     v = verdict(c=perf.canary_checks(rows, warm, left))
-    assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 1
+    # Left out, and not counted against the run: its compute part ran as the others'.
+    assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
     # A compute part x1.3 in one process, as calm processes read (up to x1.34 and x1.40 on the
     # two hosts, measured): under PROCESS_SLOW, kept.
     assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
@@ -206,19 +207,25 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     v = verdict(c=perf.canary_checks(rows, warm, left))
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
-    assert f["reason"].startswith("5 of the 10 warm processes ran their canary over 1.6x the "
-                                  "other processes' median for their whole life: warm 2 (")
+    assert f["reason"].startswith("5 of the 10 warm processes ran both canary parts slow (over "
+                                  "1.25x the others' median, one over 1.6x) for their whole "
+                                  "life: warm 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
-    # Four of ten: quiet, the four left out.
+    # Five of ten slow on the BLAS part alone, their compute part as the others' (the AMD host's
+    # calm runs, measured: 2 of 12 had five such): all five left out, the run quiet.
+    rows, warm = rows_and_warm([(1, 1), (1.1, 2)] * 5)
+    left = perf.slow_processes(warm)
+    assert len(left) == 5 and verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
+    # Four of ten slow on both parts: quiet, the four left out.
     rows, warm = rows_and_warm([(1, 1)] * 6 + [(2, 2)] * 4)
     assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
         "quiet"
 
 
 def test_two_warm_processes_one_slow_is_half_and_one_process_is_not_judged():
-    # --quick: two warm processes, one x2 against the other: half of them, disturbed.
-    rows, warm = rows_and_warm([(1, 1), (1, 2)])
+    # --quick: two warm processes, one x2 on both parts against the other: half, disturbed.
+    rows, warm = rows_and_warm([(1, 1), (2, 2)])
     assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
         "disturbed"
     # One warm process: nothing to set it against, none left out, the check unknown.
