@@ -150,6 +150,7 @@ def whole_worker(monkeypatch, factors):
         return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
+    monkeypatch.setattr(perf, "cpufreq_MHz", lambda: [])  # the clock read by the canary alone
 
 
 def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,
@@ -164,7 +165,9 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
                                                     "other_ratio": 1.0}}
     assert all(r["processes"] == ["warm 1", "warm 3"] for r in res["sweep"])
     assert all(len(r["ops"]["softmax"]["worker_times"]) == 2 for r in res["sweep"])
-    assert res["conditions"]["verdict"] == "quiet"
+    # Quiet as far as the canary goes (the machine's own load, read for real, is not this test's).
+    assert not {f["check"] for f in res["conditions"]["failed"]} & {
+        "slow_process", "slow_samples", "clock_drop"}
     assert res["conditions"]["checks"]["slow_process"] == {
         "value": 0, "limit": 1, "ok": True}
     perf.report(res, tmp_path)

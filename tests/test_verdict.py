@@ -217,6 +217,10 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     rows, warm = rows_and_warm([(1, 1), (1.1, 2)] * 5)
     left = perf.slow_processes(warm)
     assert len(left) == 5 and verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
+    # Their other part just past BOTH_PARTS_SLOW: both parts slow, half, disturbed.
+    rows, warm = rows_and_warm([(1, 1), (perf.BOTH_PARTS_SLOW * 1.01, 2)] * 5)
+    left = perf.slow_processes(warm)
+    assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "disturbed"
     # Six of ten slow on the BLAS part alone (the AMD host's committed-run candidate, measured:
     # 6 of 10 at x2): set against the others' fast side, not their median, all six are left out.
     rows, warm = rows_and_warm([(1, 1)] * 4 + [(1.05, 2)] * 6)

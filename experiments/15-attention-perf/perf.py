@@ -9,7 +9,7 @@ purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conducts a run. Part II
 is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
-what a sample is, sample_forwards; an op's time_s, process_time and summarize; the bytes of every
+what a sample is, sample_forwards; time_s, process_estimate and summarize; the bytes of every
 array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
 answers, analyse (why the softmax is slow, softmax_pass_comparisons); the canary around each batch,
 watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
@@ -167,8 +167,7 @@ def attention_forward(x, mha, mask=None):
 def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
     forward, in the lab's dict (TIMED_KEYS). numpy is eager: each result exists when its call
-    returns. One stamp between two ops, the dict made after the last (cost: each row's
-    instrumentation_overhead)."""
+    returns. One stamp between two ops, the dict made after the last (cost: a row's timers)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -243,7 +242,7 @@ def take_samples(task, mha, canary):
     return {str(T): rec for T, rec in out.items()}
 
 
-def process_time(samples):
+def process_estimate(samples):
     """A process's estimate of an op: the PROCESS_QUANTILE of its samples' times (noise adds)."""
     return float(np.percentile(samples, 100 * PROCESS_QUANTILE))
 
@@ -251,9 +250,9 @@ def process_time(samples):
 def summarize(by_process):
     """One op at one T from the samples that feed its figures, a list per warm process, the unit
     of replication (a process can run an op at its own speed for its whole life: compare
-    between_process_rsd with within_process_rsd): time_s, the median of their process_time, its
+    between_process_rsd with within_process_rsd): time_s, the median of their process_estimate, its
     CONFIDENCE interval over this run's processes only, process_groups; the lab's mean and SD."""
-    each = [process_time(w) for w in by_process]
+    each = [process_estimate(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
@@ -315,7 +314,7 @@ def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out=()):
                              for w in workers]  # their records
     rows = [pool_T(T, of(T, warm_workers), min_time) for T in Ts]
     for r in rows:
-        r["left_out_s"] = {w["label"]: {k: process_time([s[k] for s in w["by_T"][str(r["T"])][
+        r["left_out_s"] = {w["label"]: {k: process_estimate([s[k] for s in w["by_T"][str(r["T"])][
             "samples"]]) for k in TIMED_KEYS} for w in left_out}
     return rows, [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]
 
@@ -568,8 +567,7 @@ def read_ceilings(path):
 
 
 def phase1_ceilings(args):
-    """Phase 1's beta and pi, from --roofline or Phase 1's manifest when there is one, else None;
-    read before measuring (a bad file is a UsageError)."""
+    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
     if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
         return None
     return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
@@ -784,14 +782,14 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
     seconds = sum(o["time_s"] for o in fused)
     a = forward_arrays(row["T"], d_model, n_heads)
     flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
-    bound = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
+    roof = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
     return {"T": row["T"], "flops": flops,
             "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
                          "GFLOPS": flops / seconds / 1e9},
             "without_materialising_A": {
-                "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": bound,
+                "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": roof,
                 "bound": "memory" if flops / flash < ceilings["ridge"] else "compute",
-                "time_at_roof_s": flops / bound / 1e9},
+                "time_at_roof_s": flops / roof / 1e9},
             "bytes_reduction": nbytes / flash}
 
 
@@ -1012,7 +1010,7 @@ def run_lab(args, argv):
     plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
     dflt, workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
-    hardware["cpufreq_at_end"] = cpufreq_state()
+    hardware["cpufreq_at_end"] = cpufreq_settings()
     for w in [dflt] + workers:  # each batch against its own process's canary reference
         w["canary_reference"] = canary_reference(w["canary_readings"])
         mark_batches(w, w["canary_reference"])
@@ -1068,7 +1066,9 @@ PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of
                           # host, 13 runs) and x1.40 (AMD host, 5 runs); the AMD host's slow
                           # ones, scores x3 for their life: BLAS part x1.7-2.3, compute <= x1.19
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
-                          # processes ran the BLAS part x2, and a median would hide the other 4
+                          # processes ran the BLAS part x2; the median was theirs and kept them
+BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
+                          # exceeds the others' this much: calm ones' compute part read <= x1.19
 SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
                           # the 25th percentile still rests on as many as in a run that sets none
 
@@ -1083,7 +1083,7 @@ OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the r
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
 CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
-CLOCK_QUANTILE = 0.25     # the canary's compute part in a worker: this quantile of its readings
+CLOCK_QUANTILE = 0.25     # the canary's parts, first and last worker: this quantile of readings
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
@@ -1142,13 +1142,12 @@ def numpy_simd():
 
 
 def cpufreq_MHz():
-    """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM;
-    elsewhere at best a nominal figure)."""
+    """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM)."""
     return [int(v) // 1000 for p in sorted(SYSROOT.glob(CPUFREQ))
             if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
-def cpufreq_state():
+def cpufreq_settings():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
     cpus = sorted(SYSROOT.glob(CPUFREQ))
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
@@ -1201,7 +1200,7 @@ def machine_facts():
         kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
         caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {
             "size": read_text(idx / "size"), "shared_cpu_list": read_text(idx / "shared_cpu_list")}
-    freq = cpufreq_state()
+    freq = cpufreq_settings()
     unavailable = {k: why for k, missing, why in (
         ("caches", not caches, "no /sys cache description on this OS"),
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
@@ -1347,8 +1346,7 @@ def make_canary():
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [before,
-    after]); the after is the next batch's before. `blas_threads`: the batch on that many BLAS
-    threads, the canary still on the worker's own."""
+    after]); the after is the next batch's before. `blas_threads`: the batch's (canary: own)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
@@ -1373,7 +1371,7 @@ def machine_around(rec, canary):
 def canary_reference(readings, q=CANARY_REFERENCE):
     """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
     the fast side its batches are judged against. Not the readings after the steps' small
-    batches, which run faster (data still in cache) and would make the samples' look slow."""
+    batches, which read faster (measured) and would make the samples' look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q))
             for part in readings[0]}
 
@@ -1427,8 +1425,8 @@ def timer_cost_ratio(x, mha, mask, n, r):
 
 def copy_buffers(nbytes):
     """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages): on AMD Zen, glibc's memmove copies ten times slower when dst - src is a few
-    bytes past a multiple of 4 KiB, as back-to-back buffers are: the CPU's pitfall, not a cache."""
+    (modulo pages): on the AMD host, copies whose dst - src lay a few bytes past a multiple of
+    4 KiB, as back-to-back buffers' do, ran up to ten times slower (measured; cause not tested)."""
     n = nbytes // 8
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
@@ -1581,7 +1579,8 @@ def steps_at(T, task, mha, canary):
     one batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
-    n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // (12 * T)))  # S, mask, Z rows
+    row_bytes = 12 * T  # a row of S, the mask and Z, float32
+    n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // row_bytes))
     pick = np.linspace(0, S.size // T - 1, n_rows).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
     (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
@@ -1594,7 +1593,7 @@ def steps_at(T, task, mha, canary):
                       (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    rec = {"in_cache_rows": n_rows, "in_cache_bytes": 12 * T * n_rows}
+    rec = {"in_cache_rows": n_rows, "in_cache_bytes": row_bytes * n_rows}
     for (name, kind), fn in calls.items():  # each once, untimed
         fn()
         rec.setdefault(name, {})[kind] = math.inf
@@ -1622,7 +1621,7 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (a default one: ~5 s here)
+WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (default ones took ~5 s)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
              "in_cache_bytes", "ceiling_spec")
@@ -1677,8 +1676,8 @@ class RunError(Exception):
 
 
 def spawn_one(task, in_process, timeout):
-    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception,
-    Ctrl-C too, the worker is killed and reaped first."""
+    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception
+    (Ctrl-C too) the worker is killed and reaped first."""
     if in_process:
         return worker_job(task)
     env = dict(os.environ)
@@ -1848,11 +1847,12 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
 def canary_checks(rows, workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
     half or more of the warm processes left out with both parts slow (a slow stretch or a slower
-    core slows both; the AMD host's BLAS part alone, measured, does not). One process: unknown."""
+    core would slow both, a hypothesis; the AMD host's slow ones, measured: BLAS part alone)."""
     aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
                              max(r["set_aside_by_canary_part"], default=None,
                                  key=r["set_aside_by_canary_part"].get)) for r in rows)
-    n, both = len(workers), {k: v for k, v in left_out.items() if v["other_ratio"] > BATCH_SLOW}
+    n = len(workers)
+    both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_PARTS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
@@ -1864,8 +1864,8 @@ def canary_checks(rows, workers, left_out):
             "slow_process": make_check(
                 len(both) if n > 1 else None, (n - 1) // 2,
                 f"{len(both)} of the {n} warm processes ran both canary parts slow (over "
-                f"{BATCH_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for their whole "
-                f"life: {who}; half or more",
+                f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for their "
+                f"whole life: {who}; half or more",
                 "either the machine ran slow for a long stretch (rerun later), or it has cores of "
                 "two speeds (performance and efficiency cores) and these processes ran on the "
                 "slow ones: pin the run to the fast cores (Linux: taskset -c <their CPU numbers> "
@@ -2106,10 +2106,10 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
     arrays: 0.1-0.5 measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    passes = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
+    steps = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
         + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"] + a["A"] // 2
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
-    return WORKER_BASE_BYTES + inputs + max(passes, ceilings)
+    return WORKER_BASE_BYTES + inputs + max(steps, ceilings)
 
 
 def refuse_early(args, plan):
@@ -2117,10 +2117,10 @@ def refuse_early(args, plan):
     the largest T that fits named) or an --out that takes no file. Returns the estimate (MiB)."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
-    if need(args.T) > (available := psutil.virtual_memory().available):
+    if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
         lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
                    if need([t for t in args.T if t < T] + [T]) <= available), 0)
-        raise UsageError(f"--T {max(args.T)} needs about {need(args.T) / 2**30:.1f} GiB of memory;"
+        raise UsageError(f"--T {max(args.T)} needs about {estimate / 2**30:.1f} GiB of memory;"
                          f" {available / 2**30:.1f} GiB are available" + (
                              f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
     made = []
@@ -2136,7 +2136,7 @@ def refuse_early(args, plan):
     finally:
         for p in reversed(made):
             p.rmdir()
-    return need(args.T) / 2**20
+    return estimate / 2**20
 
 
 def report(results, out):
