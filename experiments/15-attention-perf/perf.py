@@ -67,6 +67,8 @@ KEYED_T = 512                        # the T the lab's result keys name (*_at_T_
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
+GROUP_GAP = 1.10             # sorted estimates further apart: two groups (one's own spread: 1-3 %)
+CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
 
 
 class UsageError(Exception):
@@ -201,7 +203,7 @@ PROFILES = {
     "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-KERNEL_WORKERS = 5        # the first warm workers also time the ceilings
+CEILING_WORKERS = 5        # the first warm workers also time the ceilings
 TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
 
 
@@ -240,6 +242,30 @@ def take_samples(task, mha, canary):
             rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
                                       "after": len(rec["samples"]) - 1})
     return {str(T): rec for T, rec in out.items()}
+
+
+def quantile_interval(values, q):
+    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
+    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
+    the quantile); too few values: the full range. (low, high, coverage)."""
+    x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
+    p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
+    below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
+    firsts = ((bisect.bisect_left(below, below[l] + CONFIDENCE, l + 1), l) for l in range(1, n))
+    _, _, l, u = min([(u - l, below[l] - below[u], l, u) for u, l in firsts if u <= n]
+                     or [(0, 0, 1, n)])
+    return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
+
+
+def process_groups(estimates):
+    """The estimates split at their largest gap where it is wider than GROUP_GAP and than either
+    side's own spread: [[median, count], [median, count]]; else one group, [[median, count]]."""
+    x = sorted(estimates)
+    gaps = [b / a for a, b in zip(x, x[1:])]
+    i = gaps.index(max(gaps)) + 1 if gaps else 0
+    if not gaps or max(gaps) <= max(GROUP_GAP, x[i - 1] / x[0], x[-1] / x[i]):
+        return [[float(np.median(x)), len(x)]]
+    return [[float(np.median(x[:i])), i], [float(np.median(x[i:])), len(x) - i]]
 
 
 def process_estimate(samples):
@@ -416,8 +442,8 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
         h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
         ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
         bottom += h
-    dflt = [default.get(r["T"]) for r in rows]
-    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in dflt])
+    heap_rows = [default.get(r["T"]) for r in rows]
+    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in heap_rows])
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
     ax.bar(x + 0.36, np.fmin(heights, top / 1.12), 0.22, fill=False, hatch="///",
            edgecolor="0.45", lw=0.8)
@@ -430,8 +456,8 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
         dom_pct = 100 * r["ops"][dom]["time_share"]
         labels.append(ax.annotate(f"{bottom[i]:.3f} ms\n{dom} {dom_pct:.0f}%", (x[i], bottom[i]),
                                   fontsize=fontsize, **above))
-        if dflt[i]:
-            faults = dflt[i]["page_faults_per_forward"]
+        if heap_rows[i]:
+            faults = heap_rows[i]["page_faults_per_forward"]
             labels.append(ax.annotate(
                 f"{heights[i]:.3f} ms" + ("" if faults is None else
                                           f"\n{faults:.{2 * (faults < 1)}f} faults")
@@ -482,9 +508,9 @@ def plot_perf(res):
                                                          " (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
-    dflt = res["sweep_default_heap"][0]
+    heap_row = res["sweep_default_heap"][0]
     low = footer(fig, res, "bars", f"hatched: {100 * PROCESS_QUANTILE:.0f}th percentile of the "
-                 f"kept of {dflt['sample_count']} samples per T from {dflt['workers']} "
+                 f"kept of {heap_row['sample_count']} samples per T from {heap_row['workers']} "
                  "default-heap process (set aside: " + ", ".join(
                      str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
@@ -1046,7 +1072,6 @@ def run_lab(args, argv):
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
-CONFIDENCE = 0.95         # the ceilings' and the timers' intervals, from two order statistics
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept",
@@ -1054,39 +1079,6 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
     "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
 
-# The canary: a small fixed workload read between every two timed batches of a worker; a batch
-# whose canary, read before and after it, ran slow is set aside from the figures.
-CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
-BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
-                          # reference: above the BLAS part's own after-effect of the T before it
-                          # (up to x1.17 around quiet small-T samples on the Intel host)
-PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
-                          # exceeds the other warm processes' PEER_QUANTILE this much: measured,
-                          # processes whose figures sat with the others' read up to x1.34 (Intel
-                          # host, 13 runs) and x1.40 (AMD host, 5 runs); the AMD host's slow
-                          # ones, scores x3 for their life: BLAS part x1.7-2.3, compute <= x1.19
-PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
-                          # processes ran the BLAS part x2; the median was theirs and kept them
-BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
-                          # exceeds the others' this much: calm ones' compute part read <= x1.19
-SET_ASIDE_LIMIT = 0.75    # the verdict: at most this share of a T's samples set aside, so that
-                          # the 25th percentile still rests on as many as in a run that sets none
-
-# Thresholds of the analysis, the verdict and --compare: chosen, each for the reason it says.
-MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
-GROUP_GAP = 1.10          # two sorted process estimates further apart: two groups (a process's
-                          # own samples spread 1-3 %: within_process_rsd, in these runs)
-PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
-COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
-OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
-STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
-PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
-CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
-CLOCK_QUANTILE = 0.25     # the canary's parts, first and last worker: this quantile of readings
-NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
-NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 
 # ----------------------------------------------------------------------------------------------
 # The machine: its facts, threads and load, on Linux from /proc and /sys under SYSROOT (the tests
@@ -1283,9 +1275,8 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and intervals: run_for times every batch of a run, watched reads the canary around it,
-# quantile_interval makes each interval, timer_cost_ratio prices the timers; slow says which
-# batches the canary set aside.
+# Timing and the canary: run_for times every batch, watched reads the canary around it,
+# timer_cost_ratio prices the timers; slow and slow_processes say what the canary sets aside.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
@@ -1298,28 +1289,19 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
             return n, elapsed * 1e-9
 
 
-def quantile_interval(values, q):
-    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
-    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
-    the quantile); too few values: the full range. (low, high, coverage)."""
-    x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
-    p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
-    below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
-    firsts = ((bisect.bisect_left(below, below[l] + CONFIDENCE, l + 1), l) for l in range(1, n))
-    _, _, l, u = min([(u - l, below[l] - below[u], l, u) for u, l in firsts if u <= n]
-                     or [(0, 0, 1, n)])
-    return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
-
-
-def process_groups(estimates):
-    """The estimates split at their largest gap where it is wider than GROUP_GAP and than either
-    side's own spread: [[median, count], [median, count]]; else one group, [[median, count]]."""
-    x = sorted(estimates)
-    gaps = [b / a for a, b in zip(x, x[1:])]
-    i = gaps.index(max(gaps)) + 1 if gaps else 0
-    if not gaps or max(gaps) <= max(GROUP_GAP, x[i - 1] / x[0], x[-1] / x[i]):
-        return [[float(np.median(x)), len(x)]]
-    return [[float(np.median(x[:i])), i], [float(np.median(x[i:])), len(x) - i]]
+# The canary: a small fixed workload read between every two timed batches of a worker; a batch
+# whose canary, read before and after it, ran slow is set aside from the figures.
+CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
+BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
+                          # reference: above the BLAS part's after-effect (x1.17, Intel host)
+PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
+                          # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
+                          # figures sat with the others' read <= x1.40 (two hosts, 18 runs); the
+                          # AMD host's slow ones (scores x3) x1.66-2.3 on the BLAS part
+PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
+                          # processes ran the BLAS part x2; the median was theirs and kept them
+BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
+                          # exceeds the others' this much: calm ones' compute part read <= x1.19
 
 
 def make_canary():
@@ -1422,6 +1404,10 @@ def timer_cost_ratio(x, mha, mask, n, r):
 # The ceilings' timing: each level's copy and pi, timed by Phase 1's method in each warm worker
 # after its samples (the canary does not judge them), and estimated on the fast side of their
 # repeats, like the ops.
+
+PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
+CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
+
 
 def copy_buffers(nbytes):
     """Source and destination of a copy of working set nbytes, in one block, half a page apart
@@ -1545,8 +1531,7 @@ def combine_ceilings(rates_by_worker, spec):
 PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
 SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqrt(d_k)
 STEP_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
-STEP_REPEATS = 3          # each batch this many times, in turn over all, the fastest kept: slow
-                          # spells only add time
+STEP_REPEATS = 3          # each batch this many times, in turn, the fastest kept (noise adds)
 
 
 def scores_steps(Q, K, h):
@@ -1711,7 +1696,7 @@ def make_plan(args, hardware, threads):
     rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    kernel = min(n_warm, KERNEL_WORKERS)  # the warm workers that time the ceilings
+    kernel = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / kernel),
             "cache_reps": math.ceil(prof["cache_repeats"] / kernel),
@@ -1755,7 +1740,18 @@ def spawn_all(plan, in_process):
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
-# run measured, never more.
+# run measured, never more. Its limits are chosen, each for the reason it says.
+
+SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: too thin a 25th)
+MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
+COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
+OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
+STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
+PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
+CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
+CLOCK_QUANTILE = 0.25     # the canary's parts, first and last worker: this quantile of readings
+NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
+
 
 def make_check(value, limit, reason, remedy, do, basis=None):
     """One check, and for when it fails its reason, remedy and remedy in a few words (`do`);
@@ -1932,6 +1928,10 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
 # (say, a learner's laptop): first whether the two machines were in the same state, then per op
 # and T whether B is faster, slower or the same, against both runs' own noise. load_results is
 # the one check that a results.json holds what --replot and --compare read.
+
+NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
+MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
+
 
 def load_results(arg):
     """A results.json of this lab (or its folder), else a one-line UsageError. What --replot and
