@@ -265,8 +265,10 @@ LAB = [
     ("quiet reruns β read **{}** GB/s", lambda r, m: range_of([x["levels"]["DRAM"]["GBps"] for x in QUIET()])),
     ("the threshold T **{}**: scores", lambda r, m: range_of(
         [x["scores_av_threshold"]["T_threshold"] for x in QUIET()])),
-    ("at T = 64 memory-bound in **{}** quiet ones", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "memory" for x in QUIET())]),
-    ("within the ridge's interval in **{}**.", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "ridge" for x in QUIET())]),
+    ("were memory-bound in **{}** quiet ones", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "memory" for x in QUIET())]),
+    ("within the ridge's interval in **{}**;", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "ridge" for x in QUIET())]),
+    ("at T = 512 compute-bound in **{}**.", lambda r, m: WORDS[sum(
+        x["bound"]["scores"][3] == x["bound"]["av"][3] == "compute" for x in QUIET())]),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -277,11 +279,8 @@ LAB = [
     ("(β × 5/8 = **{}** GFLOPS)", lambda r, m: num(SM(r)["memory_ceiling_GFLOPS"], 1)),
     ("GFLOPS): {} the lab's 10 %", lambda r, m: "not under" if SM(r)["ratio_to_memory_ceiling"] >= 0.1
      else "under"),
-    ("and the quiet reruns read **{} %** (the", lambda r, m: range_of(
+    ("and the quiet reruns read **{} %** (Which", lambda r, m: range_of(
         [100 * x["softmax_at_T_512"]["ratio_to_memory_ceiling"] for x in QUIET()])),
-    ("(the disturbed one **{} %**; Which", lambda r, m: range_of(
-        [100 * x["softmax_at_T_512"]["ratio_to_memory_ceiling"] for x in RERUNS if x not in QUIET()])
-     if len(QUIET()) == len(RERUNS) - 1 else "?"),
     ("above β: those arrays fit the VM's **{}** MiB L3", lambda r, m: str(
         int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10)),
     ("counts the lab's **{} MB** at β", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
@@ -346,7 +345,7 @@ LAB = [
     ("**Process to process.** {} left out of every T", if_left(lambda r, m: "{} of the {} warm processes, {}, {}".format(
         WORDS[len(r["canary"]["left_out"])].capitalize(), WORDS[r["config"]["workers"]],
         word_list(r["canary"]["left_out"]), "was" if len(r["canary"]["left_out"]) == 1 else "were"))),
-    ("batches) read **{}** times the others'", if_left(lambda r, m: range_of(
+    ("having read **{}** times the others'", if_left(lambda r, m: range_of(
         [v["ratio"] for v in r["canary"]["left_out"].values()]))),
     ("every op within **{} %** of the figures", if_left(lambda r, m: at_most(100 * max(
         abs(v - 1) for v in left_ratios(r, (64, 128), OPS)), 0))),
@@ -428,8 +427,9 @@ TOP = [
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
     ("The committed run is **{}**", lambda r, m: r["conditions"]["verdict"]),
+    ("compute-bound from T = **{}**:", lambda r, m: str(FROM_T(r))),
     ("committed run left out **{}**, which", if_left(lambda r, m: WORDS[len(r["canary"]["left_out"])])),
-    ("every op up to **{}** times slower", if_left(lambda r, m: num(max(left_ratios(r, (256, 512), OPS)), 1))),
+    ("from T = 256 on, up to **{}** times", if_left(lambda r, m: num(max(left_ratios(r, (256, 512), OPS)), 1))),
 ]
 
 REPORT = [
@@ -469,6 +469,7 @@ SOLUTION = [
     ("every T when its canary ran over {} times", lambda r, m: str(r["canary"]["process_slow_ratio"])),
     ("holding at least {} % of the forward", lambda r, m: pct(perf.MATERIAL_SHARE, 0)),
     ("sorted estimates over {} %", lambda r, m: pct(perf.GROUP_GAP - 1, 0)),
+    ("as did **{}** of its twelve reruns", lambda r, m: WORDS[sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS)]),
 ]
 
 REFLECTION = []  # a learner's voice: no figures, and the test checks that none creeps in
@@ -520,7 +521,9 @@ ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r
 IN_CACHE_COST = lambda r: all(  # noqa: E731  no pass's copy dearer than its call in cache, the sum at their floors
     p["larger_floor"] != "copy" for e in r["analysis"]["softmax_passes"] for p in e["passes"]) and all(
     abs(REM(e)) <= 0.1 for e in r["analysis"]["softmax_passes"])
-LEVELS = lambda r: WIDEST(r)["between_process_rsd"] > 2 * WIDEST(r)["within_process_rsd"]  # noqa: E731
+LEVELS = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
+FROM_T = lambda r: next((T for T in TS if all(op(r, t, k)["bound"] == "compute"  # noqa: E731  scores and av, from here on
+                                           for t in TS if t >= T for k in ("scores", "av"))), None)
 R_SHA = lambda m: len(RERUNS) == 12 and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)  # noqa
 
 # Markers: a question left open, said in plain text; no claim, so no predicate: only present.
@@ -539,8 +542,6 @@ CLAIMS = [
      lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     (LABR, "The softmax at every T. Scores and av pass the ridge", lambda r, m: ALL_T(r, ("softmax",), "memory")
      and THR(r)["T_threshold"] is not None),
-    (LABR, "scores and av were compute-bound at T = 512 in every rerun", lambda r, m: R_ALL(
-        lambda x: all(x["bound"][k][3] == "compute" for k in ("scores", "av")))),
     (LABR, "far left of it at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (LABR, "The threshold moves with β", lambda r, m: len({x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1
      and len({tuple(x["bound"]["scores"]) for x in RERUNS}) > 1),
@@ -590,9 +591,9 @@ CLAIMS = [
     (LABR, "for this run's processes only: reruns fell outside it", lambda r, m: any(
         not (op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1])
         for x in RERUNS for k in OPS)),
-    (LABR, "left out of every T: its canary's BLAS part", lambda r, m: len(r["canary"]["left_out"]) == 1 and all(
+    (LABR, "left out of every T, the canary's BLAS part", lambda r, m: bool(r["canary"]["left_out"]) and all(
         w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
-    (LABR, "its canary's one-thread compute part ran as the others'", lambda r, m: all(
+    (LABR, "the canary's one-thread compute part ran as the others'", lambda r, m: all(
         v["canary_part"] == "blas" and v["other_ratio"] <= r["canary"]["slow_ratio"] for v in r["canary"]["left_out"].values())),
     (LABR, "the forward faults its fresh T×T temporaries in from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
     (LABR, "the softmax, which calls no BLAS", lambda r, m: 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
@@ -619,11 +620,11 @@ CLAIMS = [
 
 
     # the other documents: each answer quoted, its reason in the lab README
-    ("README.md", "Scores and av are compute-bound from T = 256", lambda r, m: all(
-        (op(r, T, k)["bound"] == "compute") == (T >= 256) for T in TS for k in ("scores", "av"))),
+    ("README.md", "Scores and av are compute-bound from T =", lambda r, m: FROM_T(r) is not None),
     ("README.md", "the threshold T moves with β from run to run", lambda r, m: len(
         {x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1),
-    ("README.md", "times slower from T = 256 on", lambda r, m: bool(r["canary"]["left_out"]) and min(left_ratios(r, (256, 512), OPS)) > 1.25
+    ("README.md", "which ran every op slower from T = 256 on", lambda r, m: bool(r["canary"]["left_out"])
+     and min(left_ratios(r, (256, 512), OPS)) > 1.1
      and max(abs(v - 1) for v in left_ratios(r, (64, 128), OPS)) < 0.1),
     ("README.md", "The projections are compute-bound", lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array, together costing what the same "
@@ -658,13 +659,12 @@ CLAIMS = [
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
      lambda r, m: LEVELS(r)),
-    (SOL, "in the committed run a warm process ran every op from T = 256 on one and a half to about three times slower "
-     "than the others, and its canary's BLAS part at nearly twice", lambda r, m: len(r["canary"]["left_out"]) == 1
-     and 1.45 <= min(left_ratios(r, (256, 512), OPS)) and max(left_ratios(r, (256, 512), OPS)) <= 3.2
-     and all(1.7 <= v["ratio"] < 2 for v in r["canary"]["left_out"].values())),
+    (SOL, "in the committed run four of ten ran every op from T = 256 on slower than the others, up to three and a half "
+     "times, and their canary's BLAS part at about twice", lambda r, m: len(r["canary"]["left_out"]) == 4
+     and 1.1 < min(left_ratios(r, (256, 512), OPS)) and max(left_ratios(r, (256, 512), OPS)) <= 3.55
+     and all(1.8 <= v["ratio"] <= 2.2 for v in r["canary"]["left_out"].values())),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
-    (SOL, "(the committed run found one; its quiet reruns did not)", lambda r, m: LV(r, "DRAM")["plateau"]
-     and not any(x["levels"]["DRAM"]["plateau"] for x in RERUNS if x["conditions_verdict"] == "quiet")),
+    (SOL, "(the committed run found one, as did", lambda r, m: LV(r, "DRAM")["plateau"]),
     (SOL, "The reference's ridge lies below it, so they pass it at a threshold T", lambda r, m: THR(r)["T_threshold"] is not None),
     (SOL, "whose softmax arrays fit its L3, the passes together cost what the same calls cost in cache", lambda r, m: IN_CACHE_COST(r)
      and SM(r)["level"] != "DRAM"),
@@ -691,8 +691,8 @@ CLAIMS = [
      lambda r, m: dearest(r, 512)[0]["pass"] == "exp" and EXP_VECTORISED(r)
      and PS(r, 512, "exp")["ns_per_element"] < 2 * PS(r, 512, "subtract")["ns_per_element"]),
     (REFL, "So naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
-    (REFL, "in my run one of ten did, from the middle lengths on", lambda r, m: len(r["canary"]["left_out"]) == 1
-     and r["config"]["workers"] == 10 and min(left_ratios(r, (256, 512), OPS)) > 1.25
+    (REFL, "in my run four of ten did, from the middle lengths on", lambda r, m: len(r["canary"]["left_out"]) == 4
+     and r["config"]["workers"] == 10 and min(left_ratios(r, (256, 512), OPS)) > 1.1
      and max(abs(v - 1) for v in left_ratios(r, (64, 128), OPS)) < 0.1),
     (REFL, "Scores and av crossed the ridge at a length that moved from run to run, because my copy rate did",
      lambda r, m: THR(r)["T_threshold"] is not None and len({x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1
