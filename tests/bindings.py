@@ -107,8 +107,10 @@ def which_beta(r):
         return f"β is {'Phase 1' if c['source'] == 'phase1' else 'the --roofline file'}'s figure."
     size = f"a **{dram['bytes'] >> 20}** MiB copy's rate"
     if dram["plateau"]:
-        return (f"β is {size}, and a copy half its size ran within {100 * perf.PLATEAU:.0f} % of it: a plateau, DRAM's, in "
-                f"this run; in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** of the quiet reruns.")
+        return (f"β is two threads copying **{dram['bytes'] >> 20}** MiB, {'past' if dram['past_llc'] else 'within'} the L3; a **{dram['check_bytes'] >> 20}** MiB "
+                f"copy ran at **{num(dram['GBps_check'], 1)}** GB/s, within {100 * perf.PLATEAU:.0f} %: a plateau, DRAM's "
+                f"(in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** quiet reruns too). Against it "
+                f"question 2's ratio would be **{pct(Q2_OTHER(r))} %**.")
     other = c["pi_peak_GFLOPS"] / dram["GBps_check"]
     T = perf.threshold_T(r["analysis"]["scores_av_threshold"]["d_k"], other, 2)
     return (f"β is {size}; a **{dram['check_bytes'] >> 20}** MiB copy ran at "
@@ -288,7 +290,7 @@ LAB = [
     ("the passes' own **{}** MB arrays", lambda r, m: both(*(f(p["bytes"] / 1e6 for p in SP(r, 512)["passes"])
                                                               for f in (min, max)), 0)),
     ("at T = 512 ran at **{}** GB/s,", lambda r, m: both(min(COPY_GBPS(r)), max(COPY_GBPS(r)), 1)),
-    ("in cache.** **{}** warm processes", lambda r, m: "{}** to **{}".format(*(
+    ("in cache.** **{}** of the kept warm processes", lambda r, m: "** to **".join(dict.fromkeys(
         WORDS[f(x["processes"] for x in r["analysis"]["softmax_passes"])] for f in (min, max))).capitalize()),
     *(pass_row(p) for p in perf.PASSES),
     ("their sum, **{}** ns per element", lambda r, m: num(SP(r, 512)["passes_ns_per_element"], 2)),
@@ -396,7 +398,7 @@ LAB = [
     ("the figures come from **{}** processes", lambda r, m: WORDS[len(row(r, 512)["processes"])]
      if len({len(x["processes"]) for x in r["sweep"]}) == 1 else "?"),
     ("**Timers** changed a forward's time by **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
-    ("to **{} %** across T.", lambda r, m: pct(max(TIMER(r)), 2)),
+    ("to **{} %**.", lambda r, m: pct(max(TIMER(r)), 2)),
     ("repeats of at least {} ms): β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s**, **", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
     ("GB/s**, **{}** repeats (interval", lambda r, m: str(C(r)["beta_repeats"])),
