@@ -226,15 +226,6 @@ R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
 
 
-def bounds_in_reruns(r):
-    """The passes whose bound at T = 512 every rerun shares with this run, and in how many reruns
-    the others' does."""
-    at_512 = [next(e for e in x["softmax_passes"] if e["T"] == 512)["passes"] for x in RERUNS]
-    agree = {p["pass"]: sum(e[p["pass"]]["larger_floor"] == p["larger_floor"] for e in at_512) for p in SP(r, 512)["passes"]}
-    same = [p for p, n in agree.items() if n == len(RERUNS)]
-    other = [f"{p}'s in {WORDS[n]}" for p, n in agree.items() if n < len(RERUNS)]
-    return f"{word_list(same) or 'no pass'}" + (f"; {word_list(other)}" if other else "")
-
 
 
 def rerun_row(label, here, of_rerun, fmt, interval=None):
@@ -398,8 +389,9 @@ LAB = [
     ("percentile: here **{}**, so", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
     ("the figures come from **{}** processes", lambda r, m: WORDS[len(row(r, 512)["processes"])]
      if len({len(x["processes"]) for x in r["sweep"]}) == 1 else "?"),
-    ("**Timers** changed a forward's time by **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
-    ("to **{} %**.", lambda r, m: pct(max(TIMER(r)), 2)),
+    ("- **Timers**: **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
+    ("to **{} %** of a forward, every", lambda r, m: pct(max(TIMER(r)), 2)),
+    ("where its bytes sit, **{} %**.", lambda r, m: pct(SM(r)["ratio_to_level_ceiling"])),
     ("repeats of at least {} ms): β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s**, **", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
     ("GB/s**, **{}** repeats (interval", lambda r, m: str(C(r)["beta_repeats"])),
@@ -416,21 +408,20 @@ LAB = [
     ("themselves quiet and **{}** disturbed", lambda r, m: COUNT(lambda x: x["conditions_verdict"] != "quiet")),
     ("the passes' sum **{}** times the softmax at every T", lambda r, m: "{}** to **{}".format(
         num(min(R_PASS_RATIOS()), 2), num(max(R_PASS_RATIOS()), 2))),
-    ("The table's larger floors held in every rerun for {}.", lambda r, m: bounds_in_reruns(r)),
     ("at T = 512 within **{} %** of their larger floors", lambda r, m: at_most(100 * max(
         abs(REM(next(e for e in x["softmax_passes"] if e["T"] == 512))) for x in RERUNS), 1)),
     *(op_rerun_row(k, 512) for k in ("scores", "softmax", "av")),
 ]
 
 TOP = [
-    ("this machine's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
+    ("its ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its memory roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
     ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
     ("The committed run is **{}**", lambda r, m: r["conditions"]["verdict"]),
-    ("compute-bound from T = **{}**:", lambda r, m: str(FROM_T(r))),
+    ("compute-bound from T = **{}** in this run", lambda r, m: str(FROM_T(r))),
     ("committed run left out **{}**, which", if_left(lambda r, m: WORDS[len(r["canary"]["left_out"])])),
     ("from T = 256 on, up to **{}** times", if_left(lambda r, m: num(max(left_ratios(r, (256, 512), OPS)), 1))),
 ]
@@ -555,6 +546,9 @@ CLAIMS = [
     # question 2: the comparisons, each a test that could have come out the other way
     (LABR, "naive numpy's six passes move", lambda r, m: LAB_BYTES(r) > 1),
     (LABR, "across T: at T = 512 their sum", lambda r, m: PASSES_ADD_UP(r)),
+    (LABR, "against the roof of the L3, where its bytes sit", lambda r, m: SM(r)["level"] == "L3"),
+    (LABR, "every 95 % interval holding zero", lambda r, m: all(
+        x["instrumentation_overhead_interval"][0] <= 0 <= x["instrumentation_overhead_interval"][1] for x in r["sweep"])),
     (LABR, "Here those bytes stay in cache", lambda r, m: SM(r)["level"] != "DRAM"
      and min(COPY_GBPS(r)) > C(r)["beta_peak_GBps"]
      and max(p["bytes"] for p in SP(r, 512)["passes"]) < int(r["hardware"]["caches"]["L3"]["size"][:-1]) << 10),
@@ -626,6 +620,7 @@ CLAIMS = [
 
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "Scores and av are compute-bound from T =", lambda r, m: FROM_T(r) is not None),
+    ("README.md", "in this run: its ridge", lambda r, m: len({x["ridge_intensity"] for x in RERUNS}) > 1),
     ("README.md", "the threshold T moves with β from run to run", lambda r, m: len(
         {x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1),
     ("README.md", "which ran every op slower from T = 256 on", lambda r, m: bool(r["canary"]["left_out"])
