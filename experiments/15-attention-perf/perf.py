@@ -63,12 +63,8 @@ FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fus
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
                                      # Phase 27's preview (else the largest T), float64's exp
-# The lab's laptop, as the curriculum describes it: an i5-8250U.
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
-              "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
-PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
-GROUP_GAP = 1.10             # sorted estimates further apart: two groups (one's own spread: 1-3 %)
-CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
+              "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
 
 
 class UsageError(Exception):
@@ -205,12 +201,13 @@ PROFILES = {
 }                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
 CEILING_WORKERS = 5        # the first warm workers also time the ceilings
 TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
+TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
 
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
     """One sample: n timed forwards back to back until min_time has passed (on `blas_threads` BLAS
-    threads, else the worker's), between two readings of the canary; per op its summed time / n,
-    beside n and the batch's wall time (which sees what the timers miss)."""
+    threads, else the worker's), between two readings of the canary (canary_pair; mark_batches
+    adds canary_part, canary_ratio); per op its summed time / n, n, the batch's wall time."""
     forwards = []
     n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
                              min_time, canary, blas_threads)
@@ -242,6 +239,16 @@ def take_samples(task, mha, canary):
             rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
                                       "after": len(rec["samples"]) - 1})
     return {str(T): rec for T, rec in out.items()}
+
+
+PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
+GROUP_GAP = 1.10             # sorted estimates further apart: two groups (one's own spread: 1-3 %)
+CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
+DEFINITIONS = {  # written into results.json, and said at the end of a run
+    "time_s": "the median over this run's warm processes of each one's "
+    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept",
+    "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
+    "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 
 
 def quantile_interval(values, q):
@@ -746,7 +753,7 @@ def plot_roofline(res):
     low = footer(fig, res, "rings", "roofs: " + (
         f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
         f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
-        f"level's of {res['config']['cache_repeats']}"
+        f"level's of {min(lv.get('repeats', 0) for k, lv in c['levels'].items() if k != 'DRAM')}"
         if c["source"] == "measured" else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
@@ -944,8 +951,8 @@ def run_config(args, plan, threads):
             "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
             "default_heap_samples": plan["default_heap_samples"],
             "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["kernel_workers"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["kernel_workers"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["ceiling_workers"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["ceiling_workers"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
 
 
@@ -1066,19 +1073,9 @@ def run_lab(args, argv):
 
 # ==============================================================================================
 # PART II — THE HARNESS: what Part I calls to measure truly. The machine's facts; the timing of a
-# batch, its intervals and the canary; the ceilings' timing; the ops taken apart; the workers
+# batch and the canary; the ceilings' timing; the ops taken apart; the workers
 # (the parent only spawns, a worker only measures); the run's verdict; --compare; the command line.
 # ==============================================================================================
-
-COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
-DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": "the median over this run's warm processes of each one's "
-    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept",
-    "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
-    "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
-TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
-
 
 # ----------------------------------------------------------------------------------------------
 # The machine: its facts, threads and load, on Linux from /proc and /sys under SYSROOT (the tests
@@ -1301,7 +1298,7 @@ PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
                           # processes ran the BLAS part x2; the median was theirs and kept them
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
-                          # exceeds the others' this much: calm ones' compute part read <= x1.19
+                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD)
 
 
 def make_canary():
@@ -1405,6 +1402,8 @@ def timer_cost_ratio(x, mha, mask, n, r):
 # after its samples (the canary does not judge them), and estimated on the fast side of their
 # repeats, like the ops.
 
+COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
 
@@ -1696,10 +1695,10 @@ def make_plan(args, hardware, threads):
     rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    kernel = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
+    ceiling_workers = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
-            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / kernel),
-            "cache_reps": math.ceil(prof["cache_repeats"] / kernel),
+            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / ceiling_workers),
+            "cache_reps": math.ceil(prof["cache_repeats"] / ceiling_workers),
             "matmul_n": prof["matmul_n"]}
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
@@ -1709,10 +1708,10 @@ def make_plan(args, hardware, threads):
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     workers = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
              "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec if i < kernel else None,
+             "ceiling_spec": spec if i < ceiling_workers else None,
              "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
             for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"workers": n_warm, "kernel_workers": kernel, "rounds": rounds,
+    return {"workers": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
             "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["rounds"],
             "ceiling_spec": spec, "tasks": [dflt_task] + workers}
 
@@ -1740,7 +1739,7 @@ def spawn_all(plan, in_process):
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
-# run measured, never more. Its limits are chosen, each for the reason it says.
+# run measured, never more. Its limits are chosen: each says what it bounds.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: too thin a 25th)
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
@@ -1906,9 +1905,9 @@ def cooperation_finding(windows, threads_ran):
 
 
 def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
-    """Disturbed only on evidence that something else used the machine: others' CPU time, steal,
-    the workers' preemptions, the clock (first warm process to the last not left out), the
-    canary's two rules. Beside, findings about this machine: processes in two groups, threads
+    """Disturbed on evidence that something else used the machine (others' CPU time, steal, the
+    workers' preemptions) or that it changed under the run (the clock, first warm process to the
+    last not left out; the canary's two rules). Beside, findings: processes in two groups, threads
     that barely help; the default-heap worker's preemptions recorded, not judged."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
