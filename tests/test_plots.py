@@ -33,7 +33,8 @@ def awkward():
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a copy bound by numpy's per-call cost: no roof
         "capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False, "GBps": 21.6,
-        "call_cost_limited": True, "same_roof_as_DRAM": False, "GBps_from": "1thread"},
+        "call_cost_limited": True, "same_roof_as_DRAM": False, "GBps_from": "1thread",
+        "repeats": 8},
         **res["ceilings"]["levels"]}
     return res
 
