@@ -215,11 +215,11 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
             "batch_s": batch, "canary_pair": pair}
 
 
-def take_samples(task, mha, canary):
+def take_samples(task, mha, canary, MHz):
     """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
     rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
     in turn), after one untimed forward; after each sample, its timer pair and, in the one-thread
-    round, the same sample on one BLAS thread; the machine around each (machine_around)."""
+    round, the same sample on one BLAS thread; the machine around each (machine_around; MHz)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -230,7 +230,7 @@ def take_samples(task, mha, canary):
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-        with machine_around(rec, canary):
+        with machine_around(rec, canary, MHz):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
         if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
@@ -1337,14 +1337,14 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 
 @contextlib.contextmanager
-def machine_around(rec, canary):
-    """What the machine did around one sample, added to its T's record: page faults (None where
-    the OS counts none), the canary's cost, the clock after it (cpufreq's MHz, where readable)."""
+def machine_around(rec, canary, MHz):
+    """What the machine did around one sample: page faults (None where the OS counts none) and the
+    canary's cost into its T's record, the clock after it (cpufreq's MHz, if readable) into MHz."""
     f0, c0 = page_faults(), canary["spent_s"]
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
     rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
-    rec.setdefault("MHz", []).extend([sum(MHz) / len(MHz)] if (MHz := cpufreq_MHz()) else [])
+    MHz.extend([sum(now) / len(now)] if (now := cpufreq_MHz()) else [])
 
 
 def canary_reference(readings, q=CANARY_REFERENCE):
@@ -1622,10 +1622,11 @@ def worker_job(task):
         gc.disable()
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            by_T = take_samples(task, mha, canary)
+            MHz = []
+            by_T = take_samples(task, mha, canary, MHz)
             sampled = {"by_T": by_T, "started": started, "sampling_s": time.perf_counter() - t0,
                        "preempted": None if switches is None else preemptions() - switches,
-                       "MHz": [m for rec in by_T.values() for m in rec.pop("MHz")]}
+                       "MHz": MHz}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
             steps = {str(T): steps_at(T, task, mha, canary) for T in task["pass_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
@@ -1689,7 +1690,7 @@ def spawn_one(task, in_process, timeout):
 
 def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts (default-heap worker first)."""
-    prof = PROFILES[args.profile]
+    prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["workers"], per_T)
     rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
@@ -2087,8 +2088,8 @@ def parse_args(argv):
         p.error(f"{bad[0]}: must be a finite number > 0 (the seed >= 0)")
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
-    args.profile = "quick" if args.quick else "default"
-    args.min_time = args.min_time or PROFILES[args.profile]["min_time"]
+    args.profile = PROFILES["quick" if args.quick else "default"]  # the one lookup
+    args.min_time = args.min_time or args.profile["min_time"]
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
     return args
