@@ -302,7 +302,7 @@ LAB = [
     *(pass_row(p) for p in perf.PASSES),
     ("their sum, **{}** ns per element", lambda r, m: num(SP(r, 512)["passes_ns_per_element"], 2)),
     ("is **{} %** of the sweep's", lambda r, m: pct(PASS_RATIO(SP(r, 512)))),
-    ("sweep's softmax (**{}**), a different", lambda r, m: num(SP(r, 512)["sweep_softmax_ns_per_element"], 2)),
+    ("sweep's softmax (**{}**), estimated", lambda r, m: num(SP(r, 512)["sweep_softmax_ns_per_element"], 2)),
     ("**The passes come to {} % of the softmax**", lambda r, m: "{} to {}".format(
         *(pct(f(map(PASS_RATIO, r["analysis"]["softmax_passes"])), 0) for f in (min, max)))),
     ("bytes come to **{} %** of their time", lambda r, m: pct(SHARE(r, 64, "copy"), 0)),
