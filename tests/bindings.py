@@ -202,7 +202,8 @@ def dearest(r, T):
 def widest(r):
     """The op and T whose interval over the processes is widest among the ops holding
     perf.MATERIAL_SHARE of the forward."""
-    return max((x["ops"][k]["interval_ratio"], k, x["T"]) for x in r["sweep"] for k in OPS
+    return max((x["ops"][k]["time_s_interval"][1] / x["ops"][k]["time_s_interval"][0], k, x["T"])
+               for x in r["sweep"] for k in OPS
                if x["ops"][k]["time_share"] >= perf.MATERIAL_SHARE)[1:]
 
 
@@ -317,8 +318,8 @@ LAB = [
     ("subtraction's **{}**, one FLOP", lambda r, m: num(PS(r, 512, "subtract")["ns_per_element"], 2)),
     ("in cache **{}** against", lambda r, m: num(PS(r, 512, "exp")["in_cache_ns_per_element"], 2)),
     ("against **{}**. It is", lambda r, m: num(PS(r, 512, "subtract")["in_cache_ns_per_element"], 2)),
-    ("three batches of at least {} ms,", lambda r, m: num(perf.STEP_MIN_TIME * 1e3, 0)),
-    ("the fastest of {} batches", lambda r, m: WORDS[perf.STEP_REPEATS]),
+    ("three batches of at least {} ms,", lambda r, m: num(perf.CALL_MIN_TIME * 1e3, 0)),
+    ("the fastest of {} batches", lambda r, m: WORDS[perf.CALL_REPEATS]),
     ("float64's takes **{}** times as", lambda r, m: num(EXP(r)["float64_over_float32"], 1)),
     # question 3
     ("moves **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
@@ -394,8 +395,8 @@ LAB = [
     ("back to back for at least {} ms, each", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("mean over them; {} samples per T", lambda r, m: str(r["config"]["samples_per_T"])),
     ("the hatched bars' **{}** per T", lambda r, m: str(r["config"]["default_heap_samples"])),
-    ("all processes with **{} %** confidence", lambda r, m: pct(op(r, 512, "scores")["interval_coverage"])),
-    ("ran over {} times its process's own", lambda r, m: str(r["canary"]["slow_ratio"])),
+    ("all processes with **{} %** confidence", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
+    ("ran over {} times its process's own", lambda r, m: str(r["canary"]["batch_slow_ratio"])),
     ("own reference: {} of the", lambda r, m: "**{}**, **{}**, **{}** and **{}**".format(
         *(ASIDE(r, T) for T in TS))),
     ("of the **{}** samples at T = 64", lambda r, m: str(row(r, 64)["sample_count"])
@@ -480,7 +481,7 @@ SOLUTION = [
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("more than {} % from the first worker", lambda r, m: pct(perf.CLOCK_DROP_LIMIT, 0)),
     ("distribution-free {} % interval", lambda r, m: pct(perf.CONFIDENCE, 0)),
-    ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["slow_ratio"])),
+    ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["batch_slow_ratio"])),
     ("every T when its canary ran over {} times", lambda r, m: str(r["canary"]["process_slow_ratio"])),
     ("holding at least {} % of the forward", lambda r, m: pct(perf.MATERIAL_SHARE, 0)),
     ("sorted estimates over {} %", lambda r, m: pct(perf.GROUP_GAP - 1, 0)),
@@ -576,7 +577,7 @@ CLAIMS = [
     (LABR, "within a tenth of it at every T", lambda r, m: all(abs(REM(e)) <= 0.1 for e in r["analysis"]["softmax_passes"])),
     (LABR, "**The bytes weigh less than the work**", lambda r, m: max(SHARE(r, T, "copy") for T in TS) < 0.5),
     (LABR, "estimated differently (the fastest of short batches, against a low quantile of the sweep's samples)",
-     lambda r, m: perf.STEP_MIN_TIME < r["config"]["min_time_s"] and perf.PROCESS_QUANTILE < 0.5),
+     lambda r, m: perf.CALL_MIN_TIME < r["config"]["min_time_s"] and perf.PROCESS_QUANTILE < 0.5),
     (LABR, "naive numpy runs it as six passes over the T×T array", lambda r, m: PASSES_ADD_UP(r)),
     (LABR, "So the softmax is memory-bound only as a roofline class", lambda r, m: ALL_T(r, ("softmax",), "memory")
      and IN_CACHE_COST(r) and max(SHARE(r, T, "copy") for T in TS) < 0.5),
@@ -588,7 +589,7 @@ CLAIMS = [
     (LABR, "more than their bytes", lambda r, m: max(SHARE(r, T, "copy") for T in TS) < 0.5),
     # question 3
     (LABR, "past the ridge, where its roofline bound is π",
-     lambda r, m: P27(r)["without_materialising_A"]["bound"] == "compute"),
+     lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     # expected observations
     (LABR, "it is the *largest* at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     (LABR, "The first fails on the softmax", lambda r, m: not OBS(r, 0)["held"]
@@ -612,7 +613,7 @@ CLAIMS = [
     (LABR, "left out of every T, the canary's BLAS part", lambda r, m: bool(r["canary"]["left_out"]) and all(
         w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     (LABR, "the canary's one-thread compute part ran as the others'", lambda r, m: all(
-        v["canary_part"] == "blas" and v["other_ratio"] <= r["canary"]["slow_ratio"] for v in r["canary"]["left_out"].values())),
+        v["canary_part"] == "blas" and v["other_ratio"] <= r["canary"]["both_parts_slow_ratio"] for v in r["canary"]["left_out"].values())),
     (LABR, "the forward faults its fresh T×T temporaries in from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
     (LABR, "the softmax, which calls no BLAS", lambda r, m: 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
     (LABR, "Two BLAS threads' time over one's (below one: two are faster)", lambda r, m: all(
@@ -653,7 +654,7 @@ CLAIMS = [
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
     (REP, "over 10 % in every quiet rerun;", lambda r, m: r and all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
-    ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["bound"] == "compute"),
+    ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     ("README.md", "against the lab's expectation that the projections lead", lambda r, m: not OBS(r, 0)["held"]),
     ("README.md", "medians over fresh processes (ten, less any left out)", lambda r, m: r["config"]["workers"] == 10

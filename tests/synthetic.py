@@ -20,7 +20,7 @@ def worker(Ts):
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
-    return {"steps": passes}
+    return {"calls": passes}
 
 
 def levels(beta):
@@ -40,11 +40,10 @@ def levels(beta):
 
 
 def op(seconds, worker_times):
-    spread = max(worker_times) / min(worker_times)
     return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
             "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
             "p75_s": seconds, "min_s": seconds, "worker_times": worker_times,
-            "worker_spread": spread, "process_groups": perf.process_groups(worker_times)}
+            "process_groups": perf.process_groups(worker_times)}
 
 
 def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),

@@ -90,7 +90,7 @@ def test_through_the_command_line(tmp_path, capsys):
                                           reasons=["the cores were apart"], times_ms=scaled(2.0)))
     assert perf.main(["--compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    assert "the machines were in different states" in out and "B was disturbed" in out
+    assert "the machines differed" in out and "B was disturbed" in out
     c = json.loads((b / "compare.json").read_text())  # default folder: B's
     assert c["same_state"] is False and c["T"] == [64, 512]
     assert [(r["T"], r["op"]) for r in c["rows"]] == [(T, op) for T in (64, 512) for op in perf.OPS]
@@ -101,7 +101,7 @@ def test_through_the_command_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("verdict", ["quiet", "disturbed"])
 def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, verdict):
-    # Every row and fact the same; the machine's state the same only if the run was quiet (a
+    # Every row and fact the same; no machine fact differing only if the run was quiet (a
     # disturbed run is a state signal on either side).
     d = save(tmp_path, "a", synthetic.run(verdict=verdict, reasons=["others used the CPUs"]))
     assert perf.main(["--compare", str(d), str(d / "results.json"), "--out", str(tmp_path)]) == 0
@@ -109,7 +109,7 @@ def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, verdict):
     assert c["same_state"] is (verdict == "quiet")
     assert all(r["ratio"] == 1 and r["share_pp"] == 0 and r["change"] == "same" for r in c["rows"])
     assert not any(s["differs"] for s in c["story"])
-    assert ("same machine state" in capsys.readouterr().out) is (verdict == "quiet")
+    assert ("no machine fact compared" in capsys.readouterr().out) is (verdict == "quiet")
 
 
 def test_the_committed_run_against_a_quick_run(tmp_path, quick_run):

@@ -3,6 +3,7 @@ machine (SYSROOT for Linux's /proc and /sys, psutil, platform), each running a t
 end in this process (the measurement and its verdict; the pictures are tested apart) and
 recording what it could not see."""
 import collections
+import itertools
 import json
 import platform
 
@@ -44,21 +45,21 @@ def i5_8250u(root, governor="powersave"):
             write(root, f"sys/devices/system/cpu/cpu0/cache/index{i}/{name}", str(value))
 
 
-def steady_canary():
+def steady_canary(speed=1.0):
     """A canary that reads the same every time: a simulated machine's BLAS threads outnumber
     this one's CPUs, and a real canary's matmul would then cost milliseconds a reading
-    (test_canary tests the real one)."""
-    reading = {"compute": 40e-6, "blas": 60e-6}
+    (test_canary tests the real one). speed: its readings' multiple."""
+    reading = {"compute": 40e-6 * speed, "blas": 60e-6 * speed}
     return {"read": lambda: dict(reading), "last": dict(reading), "readings": [dict(reading)],
             "spent_s": 0.0}
 
 
-def run(tmp_path, capsys):
+def run(tmp_path, capsys, canary=steady_canary):
     """The run's results and manifest as written, and its warning lines; the pictures are not
     drawn (test_plots draws them)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(perf, "png_bytes", lambda fig: b"")
-        m.setattr(perf, "make_canary", steady_canary)
+        m.setattr(perf, "make_canary", canary)
         for plot in ("plot_perf", "plot_roofline"):
             m.setattr(perf, plot, lambda res: None)
         perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
@@ -133,6 +134,7 @@ def test_threads_asked_by_flag_environment_or_default(monkeypatch):
 
 
 WindowsTimes = collections.namedtuple("scputimes", "user system idle interrupt dpc")
+WindowsMemory = collections.namedtuple("pmem", "rss vms num_page_faults")
 
 
 def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
@@ -143,19 +145,25 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
                         lambda: "Intel64 Family 6 Model 142 Stepping 10, GenuineIntel")
     real = psutil.cpu_times
     monkeypatch.setattr(psutil, "cpu_times", lambda: WindowsTimes(*real()[:2], real().idle, 0.0, 0.0))
+    # psutil on Windows counts every page fault of a process (num_page_faults): 100 a reading
+    faults, rss, real_info = itertools.count(0, 100), psutil.Process().memory_info().rss, \
+        psutil.Process.memory_info
+
+    def memory_info(self):
+        return WindowsMemory(rss, rss, next(faults))
+    memory_info.__dict__.update(real_info.__dict__)  # psutil's oneshot cache hooks
+    monkeypatch.setattr(psutil.Process, "memory_info", memory_info)
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # an i5-8250U's features
+    monkeypatch.setattr(umath, "__cpu_features__", {"SSE2": True, "AVX2": True, "FMA3": True,
+                                                    "AVX512F": False, "ASIMD": False})
     res, man, _ = run(tmp_path, capsys)
     hw = res["hardware"]
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
-    # psutil on Windows counts page faults (num_page_faults); this machine's psutil, under the
-    # simulation, may not: then the count is unknown, not zero.
-    counted = hasattr(psutil.Process().memory_info(), "num_page_faults")
-    assert ("page_faults" in hw["unavailable"]) == (not counted)
-    assert all(r["page_faults_per_forward"] is None for r in res["sweep"]) == (not counted)
+    assert "page_faults" not in hw["unavailable"]
+    assert all(r["page_faults_per_forward"] > 0 for r in res["sweep"])
     assert hw["cpu_governor_at_run"] == "unavailable" and hw["caches"] == {}
     assert (hw["vendor"], hw["family"], hw["model"]) == ("GenuineIntel", 6, 142)
-    # numpy's own detection, read from numpy itself: the same on every OS, whatever the CPU
-    found = (getattr(np, "_core", None) or np.core)._multiarray_umath.__cpu_features__
-    assert hw["simd_flags"] == [f for f, on in found.items() if on]
+    assert hw["simd_flags"] == ["SSE2", "AVX2", "FMA3"]  # those numpy found, in its order
     assert res["heap"]["mode"] == "default" and "not glibc" in res["heap"]["control"]
     assert res["conditions"]["checks"]["steal_fraction"]["ok"] is None
     assert "steal_fraction" in res["conditions"]["unknown"]
@@ -167,11 +175,12 @@ def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(perf, "SYSROOT", tmp_path / "empty")
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)  # an i7
     res, _, _ = run(tmp_path, capsys)
     hw = res["hardware"]
     # No sysctl answer (a failed call): platform's answer, else "unknown"
     assert hw["cpu_model"] == (platform.processor() or "unknown")
-    assert hw["logical_cpus"] == psutil.cpu_count() and hw["physical_cores"] >= 1
+    assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert hw["libc"] is None and res["heap"]["mode"] == "default"
     assert all(isinstance(r["page_faults_per_forward"], float) for r in res["sweep"])
@@ -182,9 +191,9 @@ MacTimes = collections.namedtuple("scputimes", "user nice system idle")
 
 def apple_silicon(monkeypatch, tmp_path):
     """An Apple-silicon Mac as perf.py's seams would see it: arm64, Darwin, no /proc or /sys, no
-    glibc, psutil's CPU times without steal, ten cores (performance and efficiency) and no
-    hyper-threads, sysctl's brand string, numpy's ARM features and kernels, and Accelerate, which
-    threadpoolctl does not see."""
+    glibc, psutil's CPU times without steal, ten cores and no hyper-threads, sysctl's brand string,
+    numpy's ARM features and kernels, and Accelerate, which threadpoolctl does not see. Its
+    performance and efficiency cores: efficiency_cores, below."""
     monkeypatch.setattr(perf, "SYSROOT", tmp_path / "empty")
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "machine", lambda: "arm64")
@@ -217,7 +226,7 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
         "arm64", "Apple M2 Pro", 10, False)
     assert not any("AVX" in f or "X86" in f for f in hw["simd_flags"] + hw["numpy_baseline"])
     kernels = hw["numpy_softmax_kernels"]
-    assert kernels is None or kernels["exp"] in ("ASIMD", "ASIMDHP", "ASIMDDP", "SVE")
+    assert kernels is None or kernels["exp"] in ("ASIMD", "ASIMDHP", "ASIMDDP")  # no SVE here
     # What a Mac cannot tell: the hypervisor's steal, the preemptions, the governor; unknown.
     assert {"steal_fraction", "preemptions_per_s", "governor_or_turbo_changed"} <= set(
         res["conditions"]["unknown"])
@@ -227,6 +236,23 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
     # The clock from the canary (no cpufreq), the roofline from measured copies alone.
     assert res["conditions"]["checks"]["clock_drop"]["basis"] == "canary"
     assert list(res["ceilings"]["levels"]) == ["DRAM"]
+
+
+def efficiency_cores():
+    """Canaries as on a Mac whose efficiency cores took every second process: x2 in both parts
+    (the default-heap worker's first, then warm 1 fast, warm 2 slow)."""
+    made = itertools.count()
+    return lambda: steady_canary(2.0 if next(made) % 2 == 0 else 1.0)
+
+
+def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, monkeypatch):
+    apple_silicon(monkeypatch, tmp_path)
+    res, _, out = run(tmp_path, capsys, canary=efficiency_cores())
+    assert list(res["canary"]["left_out"]) == ["warm 2"]
+    (f,) = res["conditions"]["failed"]  # one of two: half, against the run
+    assert f["check"] == "slow_process" and "performance and efficiency cores" in f["remedy"]
+    # The remedy a Mac can follow: it has no taskset, and cannot pin a process to a kind of core.
+    assert "macOS cannot pin" in f["remedy"] and "taskset" not in out
 
 
 def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):

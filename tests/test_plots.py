@@ -2,6 +2,7 @@
 JSON's times, the points sit at each op's intensity and GFLOPS, the roofline's legend stays short,
 no marker hides another and no text covers another; --replot redraws from the file alone."""
 import json
+import re
 import struct
 
 import matplotlib.colors as mcolors
@@ -29,6 +30,13 @@ def awkward():
                             "the run left 0 free (limit 0.25)",
                             "2 BLAS threads took 1.32x one thread's time on av at T = 512"
                             " (limit 0.9): the cores are not cooperating now"])
+    # warm 3 left out (its figures from four of five processes at every T), and scores at
+    # T = 512 in two groups of processes
+    res["canary"]["left_out"] = {"warm 3": {"canary_part": "blas", "ratio": 2.1, "other_ratio": 1}}
+    for row in res["sweep"]:
+        row["processes"].remove("warm 3")
+    res["conditions"]["findings"]["process_groups"] = [
+        {"op": "scores", "T": 512, "groups": [[0.7e-3, 3], [1.9e-3, 1]]}]
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a copy bound by numpy's per-call cost: no roof
@@ -169,39 +177,42 @@ def test_replot_bad_input_one_line_exit_2(tmp_path):
 
 
 def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
-    """What a picture says of its marks is true of the run: the bars' samples and processes, the
-    hatched bars' own (one default-heap process), the rings', and that the fused star writes
-    neither S nor A."""
-    cfg, dflt = res["config"], res["sweep_default_heap"][0]
+    """What a picture says of its marks is true of the run, read off its text as a reader would
+    and set against the JSON: the bars' and rings' processes and samples, what the canary set
+    aside and left out, the hatched bars' own (one default-heap process), the roofs' repeats,
+    and that the fused star writes neither S nor A."""
+    cfg, dflt, c = res["config"], res["sweep_default_heap"][0], res["ceilings"]
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
-    # How many processes made each T's figures (fewer where one is left out or kept no sample),
-    # of how many, and that the interval covers those only; the samples and their length; each
-    # T's samples set aside, and the batch limit that set them aside.
-    counts = "-".join(map(str, sorted({len(r["processes"]) for r in res["sweep"]})))
-    samples = (f"the median over {counts} of this run's {cfg['workers']} warm worker processes "
-               "(its interval covers them only)")
-    facts = [f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
-             f"forwards)", f"over {perf.BATCH_SLOW}x its process's reference"] + [
-        f"{r['samples_set_aside']} at T={r['T']}" for r in res["sweep"]]
-    facts += [f"{k} left out (canary {v['canary_part']}" for k in res["canary"]["left_out"]
-              for v in [res["canary"]["left_out"][k]]]
-    if groups := res["conditions"]["findings"]["process_groups"]:
-        facts.append("processes in two groups, ")
-        assert any(f"{g['op']} at T={g['T']}: {g['groups'][0][1]} at" in said(perf.plot_perf(res))
-                   for g in groups)
-    bars = perf.plot_perf(res)
-    assert f"bars: each op's time_s, {samples}" in said(bars)
-    assert [f for f in facts if f not in said(bars)] == []
-    assert (f"hatched: 25th percentile of the kept of {dflt['sample_count']} samples per T from "
-            f"{dflt['workers']} default-heap process (set aside: " + ", ".join(
-                str(r["samples_set_aside"]) for r in res["sweep_default_heap"])) in said(bars)
-    rings = perf.plot_roofline(res)
-    assert f"rings: each op's time_s, {samples}" in said(rings)
-    assert [f for f in facts if f not in said(rings)] == []
-    c = res["ceilings"]
-    assert (f"roofs: beta and pi the 75th percentile of {c['beta_repeats']} and {c['pi_repeats']} "
-            f"repeats, each >= {cfg['min_time_s'] * 1e3:g} ms; a cache level's of "
-            f"{min(lv['repeats'] for k, lv in c['levels'].items() if k != 'DRAM')}") in said(rings)
+    bars, rings = perf.plot_perf(res), perf.plot_roofline(res)
+    # How many processes made the figures (a range where one T has fewer), of how many warm
+    # ones; the samples, their length; each T's set aside; who was left out, by which part.
+    counts = sorted({len(r["processes"]) for r in res["sweep"]})
+    for mark, text in (("bars", said(bars)), ("rings", said(rings))):
+        m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
+                      r"warm .*\(its interval covers them only\)", text)
+        assert m and (m[1].split("-"), int(m[2])) == (list(map(str, counts)), cfg["workers"])
+        m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
+        assert (int(m[1]), float(m[2])) == (cfg["samples_per_T"], cfg["min_time_s"] * 1e3)
+        assert float(re.search(r"over ([\d.]+)x its process's reference", text)[1]) == perf.BATCH_SLOW
+        assert {int(T): int(n) for n, T in re.findall(r"(\d+) at T=(\d+)(?: \(x[\d.]+\))?[,;]", text)} == {
+            r["T"]: r["samples_set_aside"] for r in res["sweep"]}
+        assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [
+            (k, v["canary_part"]) for k, v in res["canary"]["left_out"].items()]
+        found = res["conditions"]["findings"]["process_groups"]  # the widest said
+        widest = sorted(found, key=lambda g: g["groups"][1][0] / g["groups"][0][0])[-1:]
+        assert re.findall(r"two groups, (\w+) at T=(\d+): (\d+) at", text) == [
+            (g["op"], str(g["T"]), str(g["groups"][0][1])) for g in widest]
+    m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
+                  r"default-heap process \(set aside: ([\d, ]+)\)", said(bars))
+    assert (int(m[1]), int(m[2]), int(m[3])) == (100 * perf.PROCESS_QUANTILE, dflt["sample_count"],
+                                                 dflt["workers"])
+    assert [int(n) for n in m[4].split(", ")] == [r["samples_set_aside"]
+                                                   for r in res["sweep_default_heap"]]
+    m = re.search(r"roofs: beta and pi the (\d+)th percentile of (\d+) and (\d+) repeats, each >= "
+                  r"([\d.]+) ms; a cache level's of (\d+)", said(rings))
+    assert [float(x) for x in m.groups()] == [
+        100 * perf.CEILING_QUANTILE, c["beta_repeats"], c["pi_repeats"], cfg["min_time_s"] * 1e3,
+        min(lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM")]
     legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
     assert "S and A never written" in legend
     for name, lv in c["levels"].items():  # a cache roof says whose copy it is, and its size

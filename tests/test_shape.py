@@ -1,6 +1,6 @@
-"""perf.py reads top to bottom: short, one job per function, one conductor, and no function uses
-one defined further down within its part (Part I, the lab, may call Part II, the harness; the
-entry point aside)."""
+"""perf.py reads top to bottom: within MAX_LINES, lines of at most 100 characters, functions of
+at most 60 lines, one conductor, and no function uses one defined further down within its part
+(Part I, the lab, may call Part II, the harness; the entry point aside)."""
 import ast
 
 from conftest import PERF
@@ -19,8 +19,9 @@ def local_names(fn):
     return bound
 
 
-MAX_LINES = 2235  # what a learner is asked to read, at most: issues 39 and 40 set it, counting what
-                  # a change removes, so that a feature is paid for by a simplification
+MAX_LINES = 2235  # the size the project holds perf.py to, set by issues 39 and 40 as a ceiling,
+                  # not a record of today's size: a script read whole by a learner after the lab
+                  # grows only where a simplification pays for it (what a change removes counts)
 
 
 def test_at_most_MAX_LINES_of_at_most_100_characters_and_no_function_over_60():

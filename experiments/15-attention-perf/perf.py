@@ -73,8 +73,8 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order. Each Block reads like the lab a learner
-# writes; the measuring it needs (worker processes, the canary, the ceilings' timing, the
-# statistics, the verdict) is called from Part II below.
+# writes, its statistics included (Block B); the harness it needs (worker processes, the
+# canary, the ceilings' timing, the verdict) is called from Part II below.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -216,10 +216,10 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 
 
 def take_samples(task, mha, canary, MHz):
-    """A worker's share of the sweep: `rounds` rounds of one sample of every T, in an order that
-    rotates so that a slow episode lands on every T alike (the default-heap worker takes each T
-    in turn), after one untimed forward; after each sample, its timer pair and, in the one-thread
-    round, the same sample on one BLAS thread; the machine around each (machine_around; MHz)."""
+    """A worker's `rounds` samples of every T, after one untimed forward: in rounds of every T,
+    in an order that rotates so that a slow episode hits every T alike (the default-heap worker:
+    each T in turn); after a sample, its timer pair and, in the one-thread round, the same sample
+    on one BLAS thread; the machine around each (machine_around; MHz)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -232,7 +232,7 @@ def take_samples(task, mha, canary, MHz):
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
         with machine_around(rec, canary, MHz):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # a pair costs 1/12 of a sample
+        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # 2 x TIMER_PAIR_SHARE
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
                                                         r // TIMER_PAIR_EVERY))
         if r in task["one_thread_rounds"]:
@@ -242,7 +242,8 @@ def take_samples(task, mha, canary, MHz):
 
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
-GROUP_GAP = 1.10             # sorted estimates further apart: two groups (one's own spread: 1-3 %)
+GROUP_GAP = 1.10             # sorted estimates further apart: two groups (a process's own
+                             # samples spread 1-3 % in the AMD host's runs)
 CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
@@ -264,6 +265,14 @@ def quantile_interval(values, q):
     return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
 
 
+def median_interval(values, key):
+    """The median of per-process values as `key`, its distribution-free interval and the
+    interval's coverage beside: every (value, interval) pair a run writes."""
+    lo, hi, cover = quantile_interval(values, 0.5)
+    return {key: float(np.median(values)), f"{key}_interval": [lo, hi],
+            f"{key}_interval_coverage": cover}
+
+
 def process_groups(estimates):
     """The estimates split at their largest gap where it is wider than GROUP_GAP and than either
     side's own spread: [[median, count], [median, count]]; else one group, [[median, count]]."""
@@ -281,42 +290,37 @@ def process_estimate(samples):
 
 
 def summarize(by_process):
-    """One op at one T from the samples that feed its figures, a list per warm process, the unit
-    of replication (a process can run an op at its own speed for its whole life: compare
-    between_process_rsd with within_process_rsd): time_s, the median of their process_estimate, its
-    CONFIDENCE interval over this run's processes only, process_groups; the lab's mean and SD."""
+    """One op at one T from the samples that feed its figures, a list per warm process (the unit
+    of replication: compare between_process_rsd with within_process_rsd): time_s, the median of
+    their process_estimate, its interval over this run's processes; process_groups; mean, SD."""
     each = [process_estimate(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
-    lo, hi, cover = quantile_interval(each, 0.5)
-    return {"time_s": float(np.median(each)), "time_s_interval": [lo, hi],
-            "interval_ratio": hi / lo,
-            "interval_coverage": cover, "mean_s": float(pooled.mean()),
+    return {**median_interval(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
             "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
-            "worker_times": each, "worker_spread": max(each) / min(each),
+            "worker_times": each,
             "between_process_rsd": rsd(each),
             "within_process_rsd": float(np.median([rsd(w) for w in by_process])),
             "process_groups": process_groups(each)}
 
 
 def pool_T(T, parts, min_time):
-    """One T's row from its workers' records: per op summarize's statistics of the samples the
-    canary kept, from the processes that kept any, named (none did: from all, figures_from says);
-    what was set aside; each sample's min_time; what the timers and the canary cost, what the
-    timers miss, the faults. forward_s, a bar's height: the ops' time_s summed."""
+    """One T's row: per op summarize's statistics of the samples the canary kept, from the
+    processes that kept any, named (none did: all, figures_from says); what was set aside, the
+    samples' length, what the timers and canary cost and miss, the faults; forward_s: ops summed."""
     samples = [s for p in parts for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in parts}
-    used = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
-    basis = [s for w in used.values() for s in w]
+    feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
+    basis = [s for w in feeding.values() for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
-    ops = {k: summarize([[s[k] for s in w] for w in used.values()]) for k in TIMED_KEYS}
+    ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "processes": list(used), "samples_in_figures": len(basis),
+           "processes": list(feeding), "samples_in_figures": len(basis),
            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
            "samples_set_aside": len(aside),
            "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
@@ -333,10 +337,8 @@ def pool_T(T, parts, min_time):
                                               for s in basis])),
            "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
-        lo, hi, _ = quantile_interval(pair_ratios, 0.5)
         row.update(timer_pair_count=len(pair_ratios),
-                   instrumentation_overhead_interval=[lo - 1, hi - 1],
-                   instrumentation_overhead=float(np.median(pair_ratios) - 1))
+                   **median_interval([v - 1 for v in pair_ratios], "instrumentation_overhead"))
     return row
 
 
@@ -460,9 +462,8 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
         if r["T"] not in labelled:
             continue
         dom = dominant[str(r["T"])]
-        dom_pct = 100 * r["ops"][dom]["time_share"]
-        labels.append(ax.annotate(f"{bottom[i]:.3f} ms\n{dom} {dom_pct:.0f}%", (x[i], bottom[i]),
-                                  fontsize=fontsize, **above))
+        text = f"{bottom[i]:.3f} ms\n{dom} {100 * r['ops'][dom]['time_share']:.0f}%"
+        labels.append(ax.annotate(text, (x[i], bottom[i]), fontsize=fontsize, **above))
         if heap_rows[i]:
             faults = heap_rows[i]["page_faults_per_forward"]
             labels.append(ax.annotate(
@@ -562,6 +563,8 @@ PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
+PASSES, SCORES_STEPS = ([c.split("/")[1] for c in PASS_ARRAYS if c.startswith(op)]
+                        for op in ("softmax/", "scores/"))  # their names, in that order
 # The arrays each op reads or writes as naive numpy runs it (scores' and the softmax's: their
 # calls'): its footprint, not its traffic, what has to fit in a cache for the op to work from it.
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
@@ -640,8 +643,6 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                  working_set_bytes=ws[op], level=level,
                  level_ceiling_gflops=min(pi, level_beta * I),
                  level_bound="memory" if I < pi / level_beta else "compute")
-        r["pct_of_level_ceiling"] = 100 * r["gflops"] / r["level_ceiling_gflops"]
-    return row
 
 
 def ring_sizes(points, first=5.0, step=1.5, near=0.03):
@@ -821,8 +822,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
                          "GFLOPS": flops / seconds / 1e9},
             "without_materialising_A": {
                 "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": roof,
-                "bound": "memory" if flops / flash < ceilings["ridge"] else "compute",
-                "time_at_roof_s": flops / roof / 1e9},
+                "past_ridge": flops / flash > ceilings["ridge"]},
             "bytes_reduction": nbytes / flash}
 
 
@@ -857,12 +857,6 @@ def threading_windows(Ts, workers):
     return out
 
 
-def median_interval(values, key):
-    """The median of per-process values as `key`, and its distribution-free interval beside."""
-    lo, hi, _ = quantile_interval(values, 0.5)
-    return {key: float(np.median(values)), f"{key}_interval": [lo, hi]}
-
-
 def pass_floor(p):
     """The larger of a pass's two floors, their intervals apart: "copy" (a copy of its bytes),
     "in cache" (the same call in cache: arithmetic, loop, fresh output); else "unresolved"."""
@@ -879,7 +873,7 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        got = [w["steps"][str(T)] for w in workers if str(T) in w["steps"]]
+        got = [w["calls"][str(T)] for w in workers if str(T) in w["calls"]]
         if not got:
             continue
         n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
@@ -911,7 +905,7 @@ def scores_step_times(rows, workers, d_model, n_heads):
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        if got := [w["steps"][str(T)]["scores"] for w in workers if str(T) in w["steps"]]:
+        if got := [w["calls"][str(T)]["scores"] for w in workers if str(T) in w["calls"]]:
             steps = {k: median_interval([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": T, "processes": len(got), **steps["matmul"], **steps["scale"],
                         "scale_share": steps["scale"]["scale_s"] / sum(
@@ -1029,8 +1023,9 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in workers) or None},
         "canary": {"reference_s": [w["canary_reference"] for w in workers],
-                   "reference_quantile": CANARY_REFERENCE, "slow_ratio": BATCH_SLOW,
+                   "reference_quantile": CANARY_REFERENCE, "batch_slow_ratio": BATCH_SLOW,
                    "process_slow_ratio": PROCESS_SLOW, "peer_quantile": PEER_QUANTILE,
+                   "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, **parts,
         "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
@@ -1044,21 +1039,17 @@ def run_lab(args, argv):
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
     dflt, workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_settings()
-    for w in [dflt] + workers:  # each batch against its own process's canary reference
-        w["canary_reference"] = canary_reference(w["canary_readings"])
-        mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(workers)  # and each process against the others'
-    used = [w for w in workers if w["label"] not in left_out]
-    rows, default_rows = pool_sweep(args.T, used, dflt, args.min_time,  # Block B
+    left_out, counted = judge_processes(dflt, workers)  # the canary's word on each
+    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time,  # Block B
                                     [w for w in workers if w["label"] in left_out])
-    windows = threading_windows(args.T, used)
+    windows = threading_windows(args.T, counted)
     ceilings = ceilings_and_ridge(given, combine_ceilings(  # Block D
-        [w["ceiling_rates"] for w in used if w["ceiling_rates"]]  # all if none of theirs
+        [w["ceiling_rates"] for w in counted if w["ceiling_rates"]]  # all if none of theirs
         or [w["ceiling_rates"] for w in workers if w["ceiling_rates"]], plan["ceiling_spec"]))
     for r in rows + default_rows:
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
-    analysis = analyse(rows, cfg, ceilings, used, windows)  # Block E
+    analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
     conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
                            windows)
     results = results_record(cfg, hardware, threads, blas, [dflt] + workers, left_out, started,
@@ -1290,7 +1281,8 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
 # whose canary, read before and after it, ran slow is set aside from the figures.
 CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
 BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
-                          # reference: above the BLAS part's after-effect (x1.17, Intel host)
+                          # reference: above the BLAS part's reading right after a batch
+                          # (x1.17 over its reference on the Intel host; why: not tested)
 PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
                           # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
                           # figures sat with the others' read <= x1.40 (two hosts, 18 runs); the
@@ -1347,12 +1339,11 @@ def machine_around(rec, canary, MHz):
     MHz.extend([sum(now) / len(now)] if (now := cpufreq_MHz()) else [])
 
 
-def canary_reference(readings, q=CANARY_REFERENCE):
-    """Per part, the CANARY_REFERENCE quantile (or q) of a process's readings around its samples:
-    the fast side its batches are judged against. Not the readings after the steps' small
-    batches, which read faster (measured) and would make the samples' look slow."""
-    return {part: float(np.quantile([r[part] for r in readings], q))
-            for part in readings[0]}
+def canary_quantile(readings, q):
+    """Per part, the q-quantile of a process's canary readings around its samples (at
+    CANARY_REFERENCE: its reference, the fast side its batches are judged against); not those
+    after the calls' small batches, which read faster (measured): the samples' would look slow."""
+    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
 def mark_batches(worker, reference):
@@ -1383,6 +1374,16 @@ def slow_processes(workers):
             out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
                                "other_ratio": min(ratios.values())}
     return out
+
+
+def judge_processes(dflt, workers):
+    """Each batch against its process's canary reference (mark_batches), each warm process against
+    the others' (slow_processes): (the left-out processes, the warm workers that feed figures)."""
+    for w in [dflt] + workers:
+        w["canary_reference"] = canary_quantile(w["canary_readings"], CANARY_REFERENCE)
+        mark_batches(w, w["canary_reference"])
+    left_out = slow_processes(workers)
+    return left_out, [w for w in workers if w["label"] not in left_out]
 
 
 def timer_cost_ratio(x, mha, mask, n, r):
@@ -1457,8 +1458,8 @@ def copy_levels(hardware, dram_bytes=None):
 
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
-    and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: read right after a
-    2048² matmul or a large copy it runs slow by that batch's own after-effect."""
+    and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: it read slow right
+    after a 2048² matmul or a large copy (measured; why, not tested), and good repeats would go."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1467,34 +1468,30 @@ def time_ceilings(spec, min_time):
                              "all": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):  # the same buffers' first halves
-            half = [b[:lv["check_bytes"] // 8] for b in buffers]
-            out["copy_check"][name] = copy_rates(half, cpus, spec["cache_reps"], min_time)
-        buffers = half = None  # freed before the next level's are made: one at a time
+            halves = [b[:lv["check_bytes"] // 8] for b in buffers]
+            out["copy_check"][name] = copy_rates(halves, cpus, spec["cache_reps"], min_time)
+        buffers = halves = None  # freed before the next level's are made: one at a time
     out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
     return out
 
 
-def rate_estimate(runs):
-    """A ceiling from its repeats' rates, a list per worker, pooled: the CEILING_QUANTILE (the fast
-    side: interference only slows a repeat), its CONFIDENCE interval, the full range beside."""
+def rate_estimate(runs, key):
+    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, the CEILING_QUANTILE
+    (the fast side: interference only slows a repeat); its CONFIDENCE interval beside."""
     rates = sum(runs, [])
     lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
-    return {"value": float(np.percentile(rates, 100 * CEILING_QUANTILE)), "interval": [lo, hi],
-            "coverage": cover, "repeats": len(rates),
-            "repeats_range": [float(min(rates)), float(max(rates))]}
+    return {key: float(np.percentile(rates, 100 * CEILING_QUANTILE)), f"{key}_interval": [lo, hi],
+            f"{key}_interval_coverage": cover, "repeats": len(rates)}
 
 
 def copy_estimate(runs):
     """One level's copy, on one thread and, where measured, on all: each estimated over all its
     repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
-    one = rate_estimate([r["1"] for r in runs])
-    alls = None if runs[0]["all"] is None else rate_estimate([r["all"] for r in runs])
-    best = alls if alls and alls["value"] > one["value"] else one
-    return {"GBps": best["value"], "GBps_interval": best["interval"],
-            "interval_coverage": best["coverage"], "repeats": best["repeats"],
-            "GBps_repeats_range": best["repeats_range"],
-            "GBps_from": "all_threads" if best is alls else "1thread",
-            "GBps_1thread": one["value"], "GBps_all_threads": alls and alls["value"]}
+    one = rate_estimate([r["1"] for r in runs], "GBps")
+    alls = None if runs[0]["all"] is None else rate_estimate([r["all"] for r in runs], "GBps")
+    best = alls if alls and alls["GBps"] > one["GBps"] else one
+    return {**best, "GBps_from": "all_threads" if best is alls else "1thread",
+            "GBps_1thread": one["GBps"], "GBps_all_threads": alls and alls["GBps"]}
 
 
 def combine_ceilings(rates_by_worker, spec):
@@ -1503,21 +1500,21 @@ def combine_ceilings(rates_by_worker, spec):
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    half = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker])["value"]
+    check = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
     same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    dram.update(GBps_check=check, plateau=abs(check - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
         if name != "DRAM":
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
             lv["call_cost_limited"] = lv["bytes"] < CALL_COST_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["call_cost_limited"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate([w["matmul"] for w in rates_by_worker])
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-            "pi_peak_GFLOPS": pi["value"], "pi_peak_interval": pi["interval"],
-            "pi_repeats": pi["repeats"], "pi_repeats_range": pi["repeats_range"],
+            "pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+            "pi_repeats": pi["repeats"],
             "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
@@ -1527,10 +1524,8 @@ def combine_ceilings(rates_by_worker, spec):
 # same call in cache and a copy of the pass's bytes (why they cost what they do:
 # controlled comparisons, never inputs to the figures they test).
 
-PASSES = ("mask_add", "max", "subtract", "exp", "sum", "divide")  # the softmax's numpy calls
-SCORES_STEPS = ("matmul", "scale")  # scores' numpy calls: Q_h K_h^T, then / sqrt(d_k)
-STEP_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
-STEP_REPEATS = 3          # each batch this many times, in turn, the fastest kept (noise adds)
+CALL_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
+CALL_REPEATS = 3          # each batch this many times, in turn, the fastest kept (noise adds)
 
 
 def scores_steps(Q, K, h):
@@ -1554,13 +1549,12 @@ def softmax_passes(S, mask):
             "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
-def steps_at(T, task, mha, canary):
+def calls_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    also on as many rows as fit in_cache_bytes with every array the widest pass touches
-    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block,
-    one block on the peak); at KEYED_T, exp in cache in float64 too. Seconds per call: the
-    fastest of STEP_REPEATS batches of STEP_MIN_TIME in turn over every call (a slow spell costs
-    one batch, not a figure)."""
+    on as many rows as fit in_cache_bytes with every array the widest pass touches (in_cache),
+    and one thread's copy of its bytes (copy: the start of the largest pass's block, one block on
+    the peak); at KEYED_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS
+    batches of CALL_MIN_TIME in turn over every call (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     row_bytes = 12 * T  # a row of S, the mask and Z, float32
@@ -1581,8 +1575,8 @@ def steps_at(T, task, mha, canary):
     for (name, kind), fn in calls.items():  # each once, untimed
         fn()
         rec.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(STEP_REPEATS), calls.items()):  # in turn
-        n, batch_s, _ = watched(fn, STEP_MIN_TIME, canary)
+    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), calls.items()):  # in turn
+        n, batch_s, _ = watched(fn, CALL_MIN_TIME, canary)
         rec[name][kind] = min(rec[name][kind], batch_s / n)
     return rec
 
@@ -1594,8 +1588,9 @@ def steps_at(T, task, mha, canary):
 # itself, for tests) and never measures.
 
 def keep_heap():
-    """Keep the forward's large temporaries mapped (glibc unmaps them on free, and each forward
-    faults them back in): the lab's warm run, by the allocator, not the code."""
+    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
+    code. Measured: with glibc's defaults the worker faults ~2,200 pages a forward at T = 512
+    (page_faults_per_forward of the default-heap row); with these settings, next to none."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -1605,7 +1600,7 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (default ones took ~5 s)
+WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (default ones: ~5 s, AMD host)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
              "in_cache_bytes", "ceiling_spec")
@@ -1628,12 +1623,12 @@ def worker_job(task):
                        "preempted": None if switches is None else preemptions() - switches,
                        "MHz": MHz}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
-            steps = {str(T): steps_at(T, task, mha, canary) for T in task["pass_Ts"]}
+            calls = {str(T): calls_at(T, task, mha, canary) for T in task["pass_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "label": task["label"], "steps": steps, "ceiling_rates": rates,
+    return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
             "canary_readings": canary["readings"][:around_samples], "heap": heap,
             "blas_threads": ran,
             "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
@@ -1751,6 +1746,10 @@ PREEMPT_LIMIT = 50        # involuntary context switches per second of the worke
 CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
 CLOCK_QUANTILE = 0.25     # the canary's parts, first and last worker: this quantile of readings
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
+PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> python perf.py)",
+            "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
+            "Darwin": "macOS cannot pin a process to a kind of core: quit other programs, so that "
+                      "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1763,34 +1762,35 @@ def make_check(value, limit, reason, remedy, do, basis=None):
 def others_by_name(before, after):
     """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
     between the two snapshots, or all it used if it started in between."""
-    wall, used = after["perf_s"] - before["perf_s"], {}
+    wall, by_name = after["perf_s"] - before["perf_s"], {}
     for pid, (name, secs, created) in after["procs"].items():
         was = before["procs"].get(pid)
         if was and was[0] == name and was[2] == created:
             secs -= was[1]
         elif created < before["epoch_s"]:  # there before, but not readable then: unknown
             continue
-        used[name] = used.get(name, 0.0) + secs / wall
-    return sorted(([n, round(c, 3)] for n, c in used.items() if c >= 0.005), key=lambda x: -x[1])
+        by_name[name] = by_name.get(name, 0.0) + secs / wall
+    return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
 def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_procs):
     """What others did: CPU use past the cores the run left free (a browser on a spare core
     harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
-    used = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
+    others_cpus = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
-    seen = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
-    rate = sum(p for p, _ in seen) / sum(s for _, s in seen) if seen else None
+    counted = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
+    rate = sum(p for p, _ in counted) / sum(s for _, s in counted) if counted else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
     return {"other_processes_cpus": make_check(
-                used, limit, f"other processes used {used:.2f} CPUs on average while the workers "
-                f"ran, and the run left {spare_cpus} free (limit {limit:.2f})", *close),
+                others_cpus, limit, f"other processes used {others_cpus:.2f} CPUs on average "
+                f"while the workers ran, and the run left {spare_cpus} free (limit {limit:.2f})",
+                *close),
             "steal_fraction": make_check(
                 steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
                 f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)", "a shared VM: rerun later, and "
@@ -1804,9 +1804,9 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
 def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz, else both
-    canary parts' fast side: a clock slows both, while a process can run one part slower for its
-    whole life (compute alone x1.3, on the Intel host), so the smaller fall counts. On a VM the
-    canary cannot tell the clock from the shared host: the remedy says so."""
+    canary parts' fast side, the smaller fall (a clock slows both; a process can run one part
+    slower all its life: compute x1.3, Intel host). On a VM the remedy says the canary cannot
+    tell the clock from the shared host."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1816,7 +1816,7 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
                 "in the last")
     elif len(workers) > 1:
-        fast = [canary_reference(w["canary_readings"], CLOCK_QUANTILE) for w in workers[::len(
+        fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in workers[::len(
             workers) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
@@ -1838,6 +1838,7 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
             "clock_drop": make_check(
                 drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
                 *remedy, basis=basis)}
+
 
 
 def canary_checks(rows, workers, left_out):
@@ -1864,8 +1865,8 @@ def canary_checks(rows, workers, left_out):
                 f"whole life: {who}; half or more",
                 "either the machine ran slow for a long stretch (rerun later), or it has cores of "
                 "two speeds (performance and efficiency cores) and these processes ran on the "
-                "slow ones: pin the run to the fast cores (Linux: taskset -c <their CPU numbers> "
-                "python perf.py) and rerun", "pin to the fast cores, or rerun later")}
+                f"slow ones: {PIN_FAST.get(platform.system(), PIN_FAST['Linux'])} and rerun",
+                "pin to the fast cores, or rerun later")}
 
 
 def verdict_from(checks):
@@ -1906,10 +1907,9 @@ def cooperation_finding(windows, threads_ran):
 
 
 def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
-    """Disturbed on evidence that something else used the machine (others' CPU time, steal, the
-    workers' preemptions) or that it changed under the run (the clock, first warm process to the
-    last not left out; the canary's two rules). Beside, findings: processes in two groups, threads
-    that barely help; the default-heap worker's preemptions recorded, not judged."""
+    """Disturbed on evidence that something else used the machine (others' CPU, steal, the workers'
+    preemptions) or changed under the run (the clock; the canary's two rules). Findings beside:
+    processes in two groups, threads that barely help; the default-heap worker's preemptions."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -1997,12 +1997,12 @@ def compare_facts(a, b, T):
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
     out = []
-    for fact, get, state, limit, why in facts:
+    for fact, get, machine, limit, why in facts:
         va, vb = get(a), get(b)
         differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
         if differs and limit and not why:
-            why = f"{vb / va:.2f}x in B" + ": the machine's state, not the code" * state
-        out.append({"fact": fact, "a": va, "b": vb, "differs": differs, "state": state,
+            why = f"{vb / va:.2f}x in B" + ": a fact of the machine, not of the code" * machine
+        out.append({"fact": fact, "a": va, "b": vb, "differs": differs, "machine_fact": machine,
                     "why": why if differs else None})
     return out
 
@@ -2012,7 +2012,7 @@ def state_signals(a, b, facts):
     disturbed run's reasons. None: the differences are the code's."""
     v = lambda x: f"{x:.2f}" if isinstance(x, float) else x  # noqa: E731
     return [f"{f['fact']}: {v(f['a'])} in A, {v(f['b'])} in B" for f in facts
-            if f["state"] and f["differs"]] + [
+            if f["machine_fact"] and f["differs"]] + [
         f"{name} was disturbed: " + "; ".join(f["reason"] for f in r["conditions"]["failed"])
         for name, r in (("A", a), ("B", b)) if r["conditions"]["verdict"] == "disturbed"]
 
@@ -2033,9 +2033,9 @@ def compare(arg_a, arg_b, out):
          "state_signals": signals, "rows": compare_rows(a, b, Ts),
          "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
     write_atomically(out or pb.parent, {"compare.json": to_json(c)})
-    print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("same machine state: the differences below are "
-          "the code's (or noise)" if c["same_state"] else "the machines were in different "
-          "states, so the differences below are not only the code's: " + "; ".join(
+    print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
+          "differs: the differences below may be the code's, or noise" if c["same_state"] else
+          "the machines differed, so the differences below are not only the code's: " + "; ".join(
               c["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
     for r in c["rows"]:
@@ -2101,15 +2101,15 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS 
 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its steps at the largest T (steps_at: P, S, Z, D, E, the mask, a call's output, the copy
+    its calls at the largest T (calls_at: P, S, Z, D, E, the mask, a call's output, the copy
     block, and half an (h, T, T) array where the warm heap cannot reuse the samples' freed
     arrays: 0.1-0.5 measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    steps = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
+    calls = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
         + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"] + a["A"] // 2
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
-    return WORKER_BASE_BYTES + inputs + max(steps, ceilings)
+    return WORKER_BASE_BYTES + inputs + max(calls, ceilings)
 
 
 def refuse_early(args, plan):
