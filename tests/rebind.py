@@ -138,7 +138,7 @@ def rerun_digest(r, m):
             "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
                                       x["page_faults_per_forward"]}
                              for x in r["sweep_default_heap"]},
-            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "call_cost_limited",
+            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "slower_than_larger",
                                                   "plateau", "past_llc")}
                        for n, lv in r["ceilings"]["levels"].items()},
             "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},

@@ -25,11 +25,11 @@ def worker(Ts):
 
 def levels(beta):
     return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
-                   "GBps_1thread": 80.0, "GBps_all_threads": None, "call_cost_limited": False,
+                   "GBps_1thread": 80.0, "GBps_all_threads": None, "slower_than_larger": False,
                    "GBps_from": "1thread",
                    "same_roof_as_DRAM": False, "repeats": 10},
             "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
-                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "call_cost_limited": False,
+                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "slower_than_larger": False,
                    "GBps_from": "all_threads",
                    "same_roof_as_DRAM": False, "repeats": 10},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
@@ -59,7 +59,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
-                "workers": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
+                "worker_count": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "set_aside_by_canary_part": {"blas": 3}, "figures_from": "kept samples",
                 "canary_cost": 0.005,
@@ -98,6 +98,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
-            "canary": {"left_out": {}},
+            "canary": {"left_out": {}, "batch_slow_ratio": 1.25},
+            "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
             "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}

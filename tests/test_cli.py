@@ -27,7 +27,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
     n = 2 - len(res["canary"]["left_out"])  # a process the canary saw slow throughout: left out
     for r in res["sweep"]:  # Block B: mean and std per op, from every worker's kept samples
-        assert r["workers"] == n and r["sample_count"] == 3 * n
+        assert r["worker_count"] == n and r["sample_count"] == 3 * n
         for k in OPS + ["total"]:
             assert {"mean_s", "std_s", "time_s", "time_s_interval"} <= set(r["ops"][k])
             assert 1 <= len(r["ops"][k]["worker_times"]) <= 2  # a worker with none kept: none
@@ -147,7 +147,7 @@ sys.path.insert(0, sys.argv[1])
 import perf
 T = int(sys.argv[2])
 task = {"label": "warm 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
-        "min_time": 0.001, "threads_limit": None, "heap_mode": "default", "rounds": 1,
+        "min_time": 0.001, "threads_limit": None, "heap_mode": "default", "samples_each_T": 1,
         "interleave": True, "timer_pairs": True, "one_thread_rounds": [], "pass_Ts": [T],
         "in_cache_bytes": 128 << 10, "ceiling_spec": None}
 tracemalloc.start()
@@ -185,7 +185,7 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
-            "threads_limit": None, "heap_mode": "default", "rounds": 1, "interleave": True,
+            "threads_limit": None, "heap_mode": "default", "samples_each_T": 1, "interleave": True,
             "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "in_cache_bytes": 1 << 17,
             "ceiling_spec": None, **kw}
 
@@ -197,7 +197,7 @@ def test_the_thread_limit_reaches_the_worker():
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
     start = time.perf_counter()
     with pytest.raises(perf.RunError, match="gave no result within 1 s"):
-        perf.spawn_one(tiny_task(rounds=10**6), False, timeout=1)
+        perf.spawn_one(tiny_task(samples_each_T=10**6), False, timeout=1)
     assert time.perf_counter() - start < 10
 
 
@@ -249,7 +249,7 @@ def test_ctrl_c_to_the_process_group_exit_130_files_untouched(tmp_path):
 def test_ctrl_c_in_a_worker_alone_exits_130_quietly():
     proc = subprocess.Popen([sys.executable, str(PERF), "--worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdin.write(json.dumps(tiny_task(rounds=10**6)))
+    proc.stdin.write(json.dumps(tiny_task(samples_each_T=10**6)))
     proc.stdin.close()
     deadline = time.monotonic() + 30
     while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 0.5 and time.monotonic() < deadline:

@@ -119,9 +119,9 @@ def test_place_on_roofline_arithmetic():
     perf.place_on_roofline(row, 64, 4, CEILINGS)  # ridge 5 FLOP/byte, interval 4 to 6
     qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
     assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"
-    assert qkv["gflops"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
-    assert qkv["attainable_gflops"] == 100.0
-    assert sm["bound"] == "memory" and sm["attainable_gflops"] == pytest.approx(20 * 0.625)
+    assert qkv["GFLOPS"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
+    assert qkv["attainable_GFLOPS"] == 100.0
+    assert sm["bound"] == "memory" and sm["attainable_GFLOPS"] == pytest.approx(20 * 0.625)
     # scores at T=64: I = 5.33, inside the ridge's interval: too close to call
     assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "ridge"
     assert sm["time_share"] == pytest.approx(1 / n)
@@ -129,7 +129,7 @@ def test_place_on_roofline_arithmetic():
     # Its working set at T=64 (by hand in test_working_sets_by_hand_at_T64) fits the 1 MiB L2.
     assert sm["working_set_bytes"] == perf.working_set(64, 64, 4)["softmax"] < 1 << 20
     assert sm["level"] == "L2"
-    assert sm["level_ceiling_gflops"] == pytest.approx(100 * 0.625)  # L2: 100 GB/s
+    assert sm["level_ceiling_GFLOPS"] == pytest.approx(100 * 0.625)  # L2: 100 GB/s
     assert sm["level_bound"] == "memory" and sc["level_bound"] == "compute"  # L2 ridge 1.0
 
 

@@ -176,10 +176,10 @@ def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)  # an i7
+    monkeypatch.setattr(platform, "processor", lambda: "i386")  # what an Intel Mac's Python says
     res, _, _ = run(tmp_path, capsys)
     hw = res["hardware"]
-    # No sysctl answer (a failed call): platform's answer, else "unknown"
-    assert hw["cpu_model"] == (platform.processor() or "unknown")
+    assert hw["cpu_model"] == "i386"  # no sysctl answer (a failed call): platform's
     assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert hw["libc"] is None and res["heap"]["mode"] == "default"

@@ -41,7 +41,7 @@ def awkward():
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a copy bound by numpy's per-call cost: no roof
         "capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False, "GBps": 21.6,
-        "call_cost_limited": True, "same_roof_as_DRAM": False, "GBps_from": "1thread",
+        "slower_than_larger": True, "same_roof_as_DRAM": False, "GBps_from": "1thread",
         "repeats": 8},
         **res["ceilings"]["levels"]}
     return res
@@ -85,7 +85,7 @@ def test_the_roofline_points_sit_at_intensity_and_gflops(res):
                  and np.allclose(c.get_edgecolor()[0], rgba) and not c.get_facecolor().any()]
         assert len(rings) == 1, op
         np.testing.assert_allclose(rings[0].get_offsets(), [
-            (r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"]])
+            (r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"]])
     assert len(ax.get_legend().get_texts()) <= 14
     plt.close(fig)
 
@@ -193,7 +193,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         assert m and (m[1].split("-"), int(m[2])) == (list(map(str, counts)), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
         assert (int(m[1]), float(m[2])) == (cfg["samples_per_T"], cfg["min_time_s"] * 1e3)
-        assert float(re.search(r"over ([\d.]+)x its process's reference", text)[1]) == perf.BATCH_SLOW
+        assert float(re.search(r"over ([\d.]+)x its process's reference", text)[1]) == \
+            res["canary"]["batch_slow_ratio"]
         assert {int(T): int(n) for n, T in re.findall(r"(\d+) at T=(\d+)(?: \(x[\d.]+\))?[,;]", text)} == {
             r["T"]: r["samples_set_aside"] for r in res["sweep"]}
         assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [
@@ -204,20 +205,29 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
             (g["op"], str(g["T"]), str(g["groups"][0][1])) for g in widest]
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ([\d, ]+)\)", said(bars))
-    assert (int(m[1]), int(m[2]), int(m[3])) == (100 * perf.PROCESS_QUANTILE, dflt["sample_count"],
-                                                 dflt["workers"])
+    assert (int(m[1]), int(m[2]), int(m[3])) == (100 * res["estimators"]["process_quantile"],
+                                                 dflt["sample_count"], dflt["worker_count"])
     assert [int(n) for n in m[4].split(", ")] == [r["samples_set_aside"]
                                                    for r in res["sweep_default_heap"]]
     m = re.search(r"roofs: beta and pi the (\d+)th percentile of (\d+) and (\d+) repeats, each >= "
                   r"([\d.]+) ms; a cache level's of (\d+)", said(rings))
     assert [float(x) for x in m.groups()] == [
-        100 * perf.CEILING_QUANTILE, c["beta_repeats"], c["pi_repeats"], cfg["min_time_s"] * 1e3,
-        min(lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM")]
+        100 * res["estimators"]["ceiling_quantile"], c["beta_repeats"], c["pi_repeats"],
+        cfg["min_time_s"] * 1e3, min(lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM")]
     legend = " ".join(t.get_text() for t in rings.axes[0].get_legend().get_texts())
     assert "S and A never written" in legend
-    for name, lv in c["levels"].items():  # a cache roof says whose copy it is, and its size
-        if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["call_cost_limited"]):
-            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
-            assert f"{name} roof, {who}: {lv['GBps']:.0f} GB/s (" in legend and "working set)" in legend
+    # Each cache level with a roof of its own is in the legend, read back: whose copy (all CPUs:
+    # the all-thread copy won), its rate, its working set.
+    shift = {"KiB": 10, "MiB": 20}
+    said_roofs = {m[1]: (m[2], int(m[3]), int(m[4]) << shift[m[5]], 1 << shift[m[5]])
+                  for m in re.finditer(r"(\w+) roof, (all CPUs|one core): (\d+) GB/s \((\d+) "
+                                       r"([KM]iB) working set\)", legend)}
+    roofs = {name: lv for name, lv in c["levels"].items()
+             if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["slower_than_larger"])}
+    assert sorted(said_roofs) == sorted(roofs)
+    for name, (who, rate, size, unit) in said_roofs.items():
+        lv = roofs[name]
+        assert who == {"all_threads": "all CPUs", "1thread": "one core"}[lv["GBps_from"]]
+        assert rate == round(lv["GBps"]) and size <= lv["bytes"] < size + unit
     plt.close(bars)
     plt.close(rings)

@@ -36,7 +36,7 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     # In cache: 2e-5 s over 64 rows of 512; the copy: 2e-4 s over the n elements of the pass.
     assert exp["in_cache_ns_per_element"] == pytest.approx(2e-5 / (64 * 512) * 1e9)
     assert exp["copy_ns_per_element"] == pytest.approx(2e-4 / n * 1e9)
-    assert e["processes"] == 5 and e["in_cache_rows"] == 64
+    assert e["process_count"] == 5 and e["in_cache_rows"] == 64
     # float64's exp in cache at twice float32's time: x2.
     assert e["exp_precision"]["float64_over_float32"] == pytest.approx(2.0)
 

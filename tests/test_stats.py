@@ -110,7 +110,7 @@ def test_pool_T_by_hand():
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09], "canary_s": 0.002,
          "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
     row = perf.pool_T(64, [a, b], min_time=0.010)
-    assert (row["sample_count"], row["workers"], row["forwards_per_sample"]) == (11, 2, [10, 12])
+    assert (row["sample_count"], row["worker_count"], row["forwards_per_sample"]) == (11, 2, [10, 12])
     assert row["samples_set_aside"] == 1 and row["set_aside_by_canary_part"] == {"blas": 1}
     assert row["set_aside_median_ratio"] == 2.0
     assert row["figures_from"] == "kept samples"
@@ -202,8 +202,8 @@ def test_copy_ceilings_by_hand():
     slow_all = ceilings(dram=[(30, 20)] * 5, check=[20] * 5)["levels"]["DRAM"]
     assert (slow_all["GBps"], slow_all["GBps_from"]) == (30, "1thread")
     # A 64 KiB copy slower than larger levels: numpy's call overhead, not the cache.
-    assert c["levels"]["L2"]["call_cost_limited"] is True
-    assert c["levels"]["L3"]["call_cost_limited"] is False
+    assert c["levels"]["L2"]["slower_than_larger"] is True
+    assert c["levels"]["L3"]["slower_than_larger"] is False
     # The L3 copy (45) is not within 10 % of DRAM's 29: it keeps its own roof.
     assert c["levels"]["L3"]["same_roof_as_DRAM"] is False
     flat = ceilings(dram=[(20, 30)] * 5, check=[30] * 5, l3=[(31, 33)] * 5)

@@ -216,26 +216,26 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 
 
 def take_samples(task, mha, canary, MHz):
-    """A worker's `rounds` samples of every T, after one untimed forward: in rounds of every T,
-    in an order that rotates so that a slow episode hits every T alike (the default-heap worker:
-    each T in turn); after a sample, its timer pair and, in the one-thread round, the same sample
-    on one BLAS thread; the machine around each (machine_around; MHz)."""
+    """A worker's samples_each_T samples of every T, after one untimed forward: in rounds of every
+    T, in an order that rotates so that a slow episode hits every T alike (the default-heap
+    worker: each T in turn); after a sample, its timer pair and, in the one-thread round, the same
+    sample on one BLAS thread; the machine around each (machine_around; MHz)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
-    each = range(task["rounds"])
-    schedule = [(r, T) for r in each for T in Ts[r % len(Ts):] + Ts[:r % len(Ts)]] \
-        if task["interleave"] else [(r, T) for T in Ts for r in each]
-    for r, T in schedule:
+    each = range(task["samples_each_T"])
+    schedule = [(i, T) for i in each for T in Ts[i % len(Ts):] + Ts[:i % len(Ts)]] \
+        if task["interleave"] else [(i, T) for T in Ts for i in each]
+    for i, T in schedule:  # i: the sample's round, its index among its T's
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
         with machine_around(rec, canary, MHz):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        if task["timer_pairs"] and r % TIMER_PAIR_EVERY == 0:  # 2 x TIMER_PAIR_SHARE
+        if task["timer_pairs"] and i % TIMER_PAIR_EVERY == 0:  # 2 x TIMER_PAIR_SHARE
             rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
-                                                        r // TIMER_PAIR_EVERY))
-        if r in task["one_thread_rounds"]:
+                                                        i // TIMER_PAIR_EVERY))
+        if i in task["one_thread_rounds"]:
             rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
                                       "after": len(rec["samples"]) - 1})
     return {str(T): rec for T, rec in out.items()}
@@ -265,11 +265,11 @@ def quantile_interval(values, q):
     return float(x[l - 1]), float(x[u - 1]), math.fsum(p[l:u])
 
 
-def median_interval(values, key):
-    """The median of per-process values as `key`, its distribution-free interval and the
-    interval's coverage beside: every (value, interval) pair a run writes."""
-    lo, hi, cover = quantile_interval(values, 0.5)
-    return {key: float(np.median(values)), f"{key}_interval": [lo, hi],
+def quantile_estimate(values, key, q=0.5):
+    """The q-quantile of values (the median unless said) as `key`, its distribution-free interval
+    and that interval's coverage beside: every (value, interval) pair a run writes."""
+    lo, hi, cover = quantile_interval(values, q)
+    return {key: float(np.percentile(values, 100 * q)), f"{key}_interval": [lo, hi],
             f"{key}_interval_coverage": cover}
 
 
@@ -297,7 +297,7 @@ def summarize(by_process):
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     med, p75 = np.percentile(pooled, [50, 75])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
-    return {**median_interval(each, "time_s"), "mean_s": float(pooled.mean()),
+    return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
             "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
             "worker_times": each,
@@ -318,7 +318,7 @@ def pool_T(T, parts, min_time):
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
-    row = {"T": T, "sample_count": len(samples), "workers": len(parts), "ops": ops,
+    row = {"T": T, "sample_count": len(samples), "worker_count": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
            "processes": list(feeding), "samples_in_figures": len(basis),
            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
@@ -338,7 +338,7 @@ def pool_T(T, parts, min_time):
            "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         row.update(timer_pair_count=len(pair_ratios),
-                   **median_interval([v - 1 for v in pair_ratios], "instrumentation_overhead"))
+                   **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
     return row
 
 
@@ -386,23 +386,23 @@ def unclutter(fig, labels):
     """Nudge each label up, then sideways, until it covers no other text and stays in the figure."""
     from matplotlib.text import Text
     fig.canvas.draw()
-    r = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()
     legends = [lg for lg in [ax.get_legend() for ax in fig.axes] + fig.legends if lg]
     in_legend = {t for lg in legends for t in lg.findobj(Text)}
     clear = lambda a, b: min(a.x1, b.x1) - max(a.x0, b.x0) <= 0 or \
         min(a.y1, b.y1) - max(a.y0, b.y0) <= 0  # noqa: E731
-    obstacles = [lg.get_window_extent(r) for lg in legends] + [
-        t.get_window_extent(r) for t in fig.findobj(Text) if t not in labels and
+    obstacles = [lg.get_window_extent(renderer) for lg in legends] + [
+        t.get_window_extent(renderer) for t in fig.findobj(Text) if t not in labels and
         t not in in_legend and t.get_visible() and t.get_text().strip()]
     for label in labels:  # each placed label becomes an obstacle for the next
         x0, y0 = label.xyann
         for dy, dx in ((y, x) for y in range(0, 200, 4) for x in (0, 12, -12, 24, -24, 48, -48)):
             label.xyann = (x0 + dx, y0 + dy)
-            b = label.get_window_extent(r)
+            b = label.get_window_extent(renderer)
             if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
                     b.y1 <= fig.bbox.height and all(clear(b, o) for o in obstacles):
                 break
-        obstacles.append(label.get_window_extent(r))
+        obstacles.append(label.get_window_extent(renderer))
 
 
 def groups_text(g):
@@ -414,7 +414,7 @@ def groups_text(g):
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict (if disturbed, what to do)
     and the widest process groups, in short lines. Returns the share of the figure it takes."""
-    hw, cfg, cond = res["hardware"], res["config"], res["conditions"]
+    hw, cfg, cond, est = res["hardware"], res["config"], res["conditions"], res["estimators"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
     counts = sorted({len(r.get("processes", [])) for r in res["sweep"]})  # per T (none: older)
     groups = max(cond.get("findings", {}).get("process_groups", []), default=None,
@@ -424,9 +424,10 @@ def footer(fig, res, marks, protocol):
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, the median over {'-'.join(map(str, counts))} of this "
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
-             f"each one's {100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept "
-             f"({cfg['samples_per_T']} per T in all, each >= {cfg['min_time_s'] * 1e3:g} ms of "
-             f"forwards); set aside, the canary over {BATCH_SLOW}x its process's reference: "
+             f"each one's {100 * est['process_quantile']:.0f}th percentile of its samples the "
+             f"canary kept ({cfg['samples_per_T']} per T in all, each >= "
+             f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary over "
+             f"{res['canary']['batch_slow_ratio']}x its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  for r in res["sweep"]) + "".join(
@@ -458,9 +459,7 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
            edgecolor="0.45", lw=0.8)
     labels, above = [], {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
                          "va": "bottom"}
-    for i, r in enumerate(rows):
-        if r["T"] not in labelled:
-            continue
+    for i, r in ((i, r) for i, r in enumerate(rows) if r["T"] in labelled):
         dom = dominant[str(r["T"])]
         text = f"{bottom[i]:.3f} ms\n{dom} {100 * r['ops'][dom]['time_share']:.0f}%"
         labels.append(ax.annotate(text, (x[i], bottom[i]), fontsize=fontsize, **above))
@@ -516,9 +515,9 @@ def plot_perf(res):
                                                          " (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
-    heap_row = res["sweep_default_heap"][0]
-    low = footer(fig, res, "bars", f"hatched: {100 * PROCESS_QUANTILE:.0f}th percentile of the "
-                 f"kept of {heap_row['sample_count']} samples per T from {heap_row['workers']} "
+    heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
+    low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
+                 f"{heap_row['sample_count']} samples per T from {heap_row['worker_count']} "
                  "default-heap process (set aside: " + ", ".join(
                      str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
@@ -633,15 +632,15 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
         level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
-                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("call_cost_limited")],
+                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("slower_than_larger")],
                     default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
-        r.update(flops=flops, bytes=nbytes, intensity=I, gflops=flops / r["time_s"] / 1e9,
-                 attainable_gflops=min(pi, beta * I),
+        r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
+                 attainable_GFLOPS=min(pi, beta * I),
                  bound="memory" if I < lo else "compute" if I > hi else "ridge",
                  time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
                  working_set_bytes=ws[op], level=level,
-                 level_ceiling_gflops=min(pi, level_beta * I),
+                 level_ceiling_GFLOPS=min(pi, level_beta * I),
                  level_bound="memory" if I < pi / level_beta else "compute")
 
 
@@ -666,12 +665,12 @@ def draw_roofs(ax, res, xs):
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
-              "   slower than a larger level's (call_cost_limited): no roof of its own"
+              "   slower than a larger level's: no roof of its own"
               for n, lv in c["levels"].items()
-              if lv.get("call_cost_limited")]
+              if lv.get("slower_than_larger")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
-                                                     else f"capped at {COPY_MAX_BYTES >> 20} MiB"))
+                                                     else f"capped at {dram['bytes'] >> 20} MiB"))
     src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
            "cli": "--roofline"}[c["source"]]
     mm = "" if c["source"] != "measured" else f" ({c['matmul']['n']}x{c['matmul']['n']} matmul: +)"
@@ -680,20 +679,21 @@ def draw_roofs(ax, res, xs):
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
-        f"beta's {CONFIDENCE:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
+        f"beta's {res['estimators']['confidence']:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
             f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
             f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
             else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
-        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["call_cost_limited"]:
+        if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["slower_than_larger"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
             who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {CONFIDENCE:.0%} intervals,\n  "
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's "
+        f"{res['estimators']['confidence']:.0%} intervals,\n  "
         f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
@@ -703,7 +703,7 @@ def draw_points(ax, res):
     """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
     as a +; the legend entries and the ring key's handler."""
     from matplotlib.legend_handler import HandlerTuple
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"], i, op)
+    pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i, op)
            for op in OPS for i, r in enumerate(res["sweep"])]
     entries = []
     for op, (x, y, size) in zip(OPS, np.split(np.array([(p[0], p[1], d) for p, d in zip(
@@ -724,7 +724,7 @@ def plot_roofline(res):
     27's preview as an arrow from the fused op measured to its bound."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
     m, f = pv["measured"], pv["without_materialising_A"]
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["gflops"]) for r in res["sweep"] for op in OPS]
+    pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
     pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
             (f["intensity"], f["roof_GFLOPS"])]
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
@@ -752,7 +752,8 @@ def plot_roofline(res):
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
     low = footer(fig, res, "rings", "roofs: " + (
-        f"beta and pi the {100 * CEILING_QUANTILE:.0f}th percentile of {c['beta_repeats']} and "
+        f"beta and pi the {100 * res['estimators']['ceiling_quantile']:.0f}th percentile of "
+        f"{c['beta_repeats']} and "
         f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
         f"level's of {min(lv.get('repeats', 0) for k, lv in c['levels'].items() if k != 'DRAM')}"
         if c["source"] == "measured" else c["depends_on"]))
@@ -766,9 +767,8 @@ def plot_roofline(res):
 def threshold_T(d_k, I_crit, bytes_factor):
     """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
     inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
-    if d_k <= bytes_factor * I_crit:
-        return None
-    return 4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
+    return None if d_k <= bytes_factor * I_crit else \
+        4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
 
 
 def thresholds(d_k, ridge, ridge_interval):
@@ -831,14 +831,14 @@ def softmax_against_roofs(row, ceilings):
     (numpy runs it on one), and the roof of the level its data lives in."""
     sm = row["ops"]["softmax"]
     roof = lambda beta: beta * sm["intensity"]  # noqa: E731
-    return {"T": row["T"], "GFLOPS": sm["gflops"], "intensity": sm["intensity"],
+    return {"T": row["T"], "GFLOPS": sm["GFLOPS"], "intensity": sm["intensity"],
             "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_memory_ceiling": sm["gflops"] / roof(ceilings["beta_peak_GBps"]),
+            "ratio_to_memory_ceiling": sm["GFLOPS"] / roof(ceilings["beta_peak_GBps"]),
             "ratio_to_1thread_dram_copy":
-                sm["gflops"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
+                sm["GFLOPS"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
             "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
-            "level_ceiling_GFLOPS": sm["level_ceiling_gflops"],
-            "ratio_to_level_ceiling": sm["gflops"] / sm["level_ceiling_gflops"]}
+            "level_ceiling_GFLOPS": sm["level_ceiling_GFLOPS"],
+            "ratio_to_level_ceiling": sm["GFLOPS"] / sm["level_ceiling_GFLOPS"]}
 
 
 def threading_windows(Ts, workers):
@@ -873,11 +873,10 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        got = [w["calls"][str(T)] for w in workers if str(T) in w["calls"]]
-        if not got:
+        if not (got := [w["calls"][str(T)] for w in workers if str(T) in w["calls"]]):
             continue
         n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
-        per = lambda p, kind, scale, key: median_interval(  # noqa: E731
+        per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
             [scale * g[p][kind] for g in got], key)
         passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
@@ -885,7 +884,7 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         for q in passes:
             q["larger_floor"] = pass_floor(q)
-        out.append({"T": T, "processes": len(got), "in_cache_rows": rows_in,
+        out.append({"T": T, "process_count": len(got), "in_cache_rows": rows_in,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
                     "passes_bytes": sum(q["bytes"] for q in passes),
@@ -906,8 +905,8 @@ def scores_step_times(rows, workers, d_model, n_heads):
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
         if got := [w["calls"][str(T)]["scores"] for w in workers if str(T) in w["calls"]]:
-            steps = {k: median_interval([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
-            out.append({"T": T, "processes": len(got), **steps["matmul"], **steps["scale"],
+            steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
+            out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
                         "scale_share": steps["scale"]["scale_s"] / sum(
                             v[f"{k}_s"] for k, v in steps.items()),
                         "bytes_all_steps": sum(n_bytes[f"scores/{k}"] for k in SCORES_STEPS),
@@ -955,9 +954,9 @@ def make_manifest(results, argv):
     cfg, c = results["config"], results["ceilings"]
     row = row_at(results["sweep"], KEYED_T)
     ops = row and row["ops"]
-    summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["gflops"],
+    summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["GFLOPS"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
-               "scores_GFLOPS_at_T_512": ops and ops["scores"]["gflops"],
+               "scores_GFLOPS_at_T_512": ops and ops["scores"]["GFLOPS"],
                "phase_27_motivation_pct_memory": ops and 100 * sum(
                    ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
     return {
@@ -1027,7 +1026,8 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
                    "process_slow_ratio": PROCESS_SLOW, "peer_quantile": PEER_QUANTILE,
                    "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
-        "definitions": DEFINITIONS, **parts,
+        "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
+            "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **parts,
         "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
 
 
@@ -1185,8 +1185,8 @@ def machine_facts():
         ("caches", not caches, "no /sys cache description on this OS"),
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
          "container, or not Linux): the governor cannot be read or set here"),
-        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's compute "
-         "part stands for the clock"),
+        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
+         "parts stand for the clock"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
@@ -1295,7 +1295,7 @@ BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its o
 
 def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
-    after a batch): one thread computing (exp over 64 KiB: the clock) and the BLAS threads (a
+    after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a
     128² matmul). `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A
     copy part, tried on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
     rng = np.random.default_rng(0)
@@ -1386,11 +1386,11 @@ def judge_processes(dflt, workers):
     return left_out, [w for w in workers if w["label"] not in left_out]
 
 
-def timer_cost_ratio(x, mha, mask, n, r):
+def timer_cost_ratio(x, mha, mask, n, pair):
     """What the timers cost: m timed over m untimed forwards (m a small share of the
-    sample's n), back to back in an order that alternates with the round r."""
+    sample's n), back to back in an order that alternates with the pair's index."""
     m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
-    for f in (attention_forward_timed, attention_forward)[::1 if r % 2 else -1]:
+    for f in (attention_forward_timed, attention_forward)[::1 if pair % 2 else -1]:
         t0 = now()
         for _ in range(m):
             f(x, mha, mask)
@@ -1406,7 +1406,8 @@ def timer_cost_ratio(x, mha, mask, n, r):
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-CALL_COST_BYTES = 256 << 10  # a smaller copy slower than a larger level's: numpy's call cost
+SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has no roof of its
+                             # own (numpy's per-call cost would explain it: not measured)
 
 
 def copy_buffers(nbytes):
@@ -1442,7 +1443,7 @@ def matmul_rates(n, reps, min_time):
 
 def copy_levels(hardware, dram_bytes=None):
     """The working set (source + destination) that measures each level: half of each data cache
-    (an L1 copy may time numpy's per-call cost: combine_ceilings says), DRAM four times past the
+    (an L1 copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the
     last and half that (the plateau check), none over COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
@@ -1479,9 +1480,7 @@ def rate_estimate(runs, key):
     """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, the CEILING_QUANTILE
     (the fast side: interference only slows a repeat); its CONFIDENCE interval beside."""
     rates = sum(runs, [])
-    lo, hi, cover = quantile_interval(rates, CEILING_QUANTILE)
-    return {key: float(np.percentile(rates, 100 * CEILING_QUANTILE)), f"{key}_interval": [lo, hi],
-            f"{key}_interval_coverage": cover, "repeats": len(rates)}
+    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
 
 def copy_estimate(runs):
@@ -1496,7 +1495,7 @@ def copy_estimate(runs):
 
 def combine_ceilings(rates_by_worker, spec):
     """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
-    within PLATEAU), numpy's per-call cost, no roof of their own. Beta: the larger DRAM copy's."""
+    within PLATEAU), a small copy slower than a larger level's. Beta: the larger DRAM copy's."""
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
@@ -1506,8 +1505,8 @@ def combine_ceilings(rates_by_worker, spec):
     for name, lv in levels.items():
         if name != "DRAM":
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
-            lv["call_cost_limited"] = lv["bytes"] < CALL_COST_BYTES and lv["GBps"] < max(larger)
-            lv["same_roof_as_DRAM"] = not lv["call_cost_limited"] and \
+            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
+            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
     n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
@@ -1557,7 +1556,7 @@ def calls_at(T, task, mha, canary):
     batches of CALL_MIN_TIME in turn over every call (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
-    row_bytes = 12 * T  # a row of S, the mask and Z, float32
+    row_bytes = 4 * T * len(PASS_ARRAYS["softmax/mask_add"])  # a row of S, mask, Z: float32
     n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // row_bytes))
     pick = np.linspace(0, S.size // T - 1, n_rows).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
@@ -1602,8 +1601,8 @@ def keep_heap():
 
 WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (default ones: ~5 s, AMD host)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
-             "heap_mode", "rounds", "interleave", "timer_pairs", "one_thread_rounds", "pass_Ts",
-             "in_cache_bytes", "ceiling_spec")
+             "heap_mode", "samples_each_T", "interleave", "timer_pairs", "one_thread_rounds",
+             "pass_Ts", "in_cache_bytes", "ceiling_spec")
 
 
 def worker_job(task):
@@ -1630,9 +1629,8 @@ def worker_job(task):
         ran = (blas_info() or [{}])[0].get("num_threads")
     return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
             "canary_readings": canary["readings"][:around_samples], "heap": heap,
-            "blas_threads": ran,
-            "ended": time.time(), "pid": os.getpid(), "cpu_s": time.process_time(),
-            "peak_rss_MiB": peak_rss_MiB()}
+            "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
+            "cpu_s": time.process_time(), "peak_rss_MiB": peak_rss_MiB()}
 
 
 def worker_entry():
@@ -1667,7 +1665,7 @@ def spawn_one(task, in_process, timeout):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
-        out, err = proc.communicate(json.dumps(task), timeout=timeout)
+        stdout, stderr = proc.communicate(json.dumps(task), timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunError(f"worker {task['label']} gave no result within {timeout:.0f} s") from None
     finally:
@@ -1675,10 +1673,10 @@ def spawn_one(task, in_process, timeout):
             proc.kill()
             proc.wait()
     if proc.returncode != 0:
-        last = (err.strip().splitlines() or ["no message"])[-1]
+        last = (stderr.strip().splitlines() or ["no message"])[-1]
         raise RunError(f"worker {task['label']} failed (exit {proc.returncode}): {last}")
     try:
-        return json.loads(out)
+        return json.loads(stdout)
     except json.JSONDecodeError:
         raise RunError(f"worker {task['label']} wrote no result") from None
 
@@ -1700,16 +1698,16 @@ def make_plan(args, hardware, threads):
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_limit": threads["limit"], "in_cache_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-                 "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
+                 "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
-    workers = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-             "timer_pairs": True, "rounds": rounds, "one_thread_rounds": one_thread,
-             "ceiling_spec": spec if i < ceiling_workers else None,
-             "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
-            for i in range(n_warm)]  # each T's passes timed by every second warm worker
+    warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
+                   "timer_pairs": True, "samples_each_T": rounds, "one_thread_rounds": one_thread,
+                   "ceiling_spec": spec if i < ceiling_workers else None,
+                   "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
+                  for i in range(n_warm)]  # each T's passes timed by every second warm worker
     return {"workers": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
-            "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["rounds"],
-            "ceiling_spec": spec, "tasks": [dflt_task] + workers}
+            "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["samples_each_T"],
+            "ceiling_spec": spec, "tasks": [dflt_task] + warm_tasks}
 
 
 def spawn_all(plan, in_process):
@@ -1720,7 +1718,8 @@ def spawn_all(plan, in_process):
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
     for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['rounds']} rounds over T={task['T_sweep']}")
+        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
+            f"{task['T_sweep']}")
         done.append(spawn_one(task, in_process, timeout))
         if n == 0:  # from here, the warm workers' pace gives the time left
             t1 = time.perf_counter()
@@ -1969,14 +1968,14 @@ def compare_rows(a, b, Ts):
 
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
-    over `limit` times apart) and why. `state` facts are the machine's, not the code's."""
+    over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
     w = lambda r: row_at(r["analysis"]["threading_windows"], T)  # noqa: E731
-    facts = [  # (fact, how it is read, state, limit, why it differs)
+    facts = [  # (fact, how it is read, a machine fact?, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
         ("numpy's SIMD targets", lambda r: " ".join(
             r["hardware"].get("numpy_dispatch_supported", [])),
-         True, None, "numpy runs other kernels (exp among them) on the two CPUs"),
+         True, None, "numpy may dispatch other kernels (exp's among them) on the two CPUs"),
         ("physical cores", lambda r: r["hardware"]["physical_cores"], True, None, None),
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
@@ -1997,19 +1996,19 @@ def compare_facts(a, b, T):
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
     out = []
-    for fact, get, machine, limit, why in facts:
+    for fact, get, machine_fact, limit, why in facts:
         va, vb = get(a), get(b)
         differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
         if differs and limit and not why:
-            why = f"{vb / va:.2f}x in B" + ": a fact of the machine, not of the code" * machine
-        out.append({"fact": fact, "a": va, "b": vb, "differs": differs, "machine_fact": machine,
-                    "why": why if differs else None})
+            why = f"{vb / va:.2f}x in B" + ": a fact of the machine, not of the code" * machine_fact
+        out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
+                    "machine_fact": machine_fact, "why": why if differs else None})
     return out
 
 
 def state_signals(a, b, facts):
-    """Why the two machines were not in the same state: the state facts that differ, and each
-    disturbed run's reasons. None: the differences are the code's."""
+    """Why the two machines differed: the machine facts that differ, and each disturbed run's
+    reasons. None: nothing compared says so, and the differences may be the code's."""
     v = lambda x: f"{x:.2f}" if isinstance(x, float) else x  # noqa: E731
     return [f"{f['fact']}: {v(f['a'])} in A, {v(f['b'])} in B" for f in facts
             if f["machine_fact"] and f["differs"]] + [
