@@ -90,7 +90,7 @@ def test_through_the_command_line(tmp_path, capsys):
                                           reasons=["the cores were apart"], times_ms=scaled(2.0)))
     assert perf.main(["--compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    assert "the machines differed" in out and "B was disturbed" in out
+    assert "machine facts or run conditions differed" in out and "B was disturbed" in out
     c = json.loads((b / "compare.json").read_text())  # default folder: B's
     assert c["same_state"] is False and c["T"] == [64, 512]
     assert [(r["T"], r["op"]) for r in c["rows"]] == [(T, op) for T in (64, 512) for op in perf.OPS]

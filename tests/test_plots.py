@@ -39,7 +39,7 @@ def awkward():
         {"op": "scores", "T": 512, "groups": [[0.7e-3, 3], [1.9e-3, 1]]}]
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
-    res["ceilings"]["levels"] = {"L1d": {  # a copy bound by numpy's per-call cost: no roof
+    res["ceilings"]["levels"] = {"L1d": {  # a small copy slower than larger ones: no roof
         "capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False, "GBps": 21.6,
         "slower_than_larger": True, "same_roof_as_DRAM": False, "GBps_from": "1thread",
         "repeats": 8},

@@ -201,7 +201,7 @@ def test_copy_ceilings_by_hand():
     # One thread faster than all on its statistic: the level is one thread's.
     slow_all = ceilings(dram=[(30, 20)] * 5, check=[20] * 5)["levels"]["DRAM"]
     assert (slow_all["GBps"], slow_all["GBps_from"]) == (30, "1thread")
-    # A 64 KiB copy slower than larger levels: numpy's call overhead, not the cache.
+    # A 64 KiB copy slower than larger levels: no roof of its own (why: not measured).
     assert c["levels"]["L2"]["slower_than_larger"] is True
     assert c["levels"]["L3"]["slower_than_larger"] is False
     # The L3 copy (45) is not within 10 % of DRAM's 29: it keeps its own roof.

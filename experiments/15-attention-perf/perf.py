@@ -860,9 +860,9 @@ def threading_windows(Ts, workers):
 def pass_floor(p):
     """The larger of a pass's two floors, their intervals apart: "copy" (a copy of its bytes),
     "in cache" (the same call in cache: arithmetic, loop, fresh output); else "unresolved"."""
-    (c_lo, c_hi), (k_lo, k_hi) = p["in_cache_ns_per_element_interval"], \
+    (cache_lo, cache_hi), (copy_lo, copy_hi) = p["in_cache_ns_per_element_interval"], \
         p["copy_ns_per_element_interval"]
-    return "copy" if k_lo > c_hi else "in cache" if c_lo > k_hi else "unresolved"
+    return "copy" if copy_lo > cache_hi else "in cache" if cache_lo > copy_hi else "unresolved"
 
 
 def softmax_pass_comparisons(rows, workers, d_model, n_heads):
@@ -875,22 +875,22 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
         if not (got := [w["calls"][str(T)] for w in workers if str(T) in w["calls"]]):
             continue
-        n_el, rows_in = n_heads * T * T, got[0]["in_cache_rows"]
+        n_el, in_cache_rows = n_heads * T * T, got[0]["in_cache_rows"]
         per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
             [scale * g[p][kind] for g in got], key)
         passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
-                   **per(p, "in_cache", 1e9 / (rows_in * T), "in_cache_ns_per_element"),
+                   **per(p, "in_cache", 1e9 / (in_cache_rows * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         for q in passes:
             q["larger_floor"] = pass_floor(q)
-        out.append({"T": T, "process_count": len(got), "in_cache_rows": rows_in,
+        out.append({"T": T, "process_count": len(got), "in_cache_rows": in_cache_rows,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
                     "passes_bytes": sum(q["bytes"] for q in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
-            f32, f64 = (per(k, "in_cache", 1e9 / (rows_in * T), n) for k, n in (
+            f32, f64 = (per(k, "in_cache", 1e9 / (in_cache_rows * T), n) for k, n in (
                 ("exp", "float32_ns_per_element"), ("exp_float64", "float64_ns_per_element")))
             out[-1]["exp_precision"] = {
                 **f32, **f64, "float64_over_float32":
@@ -1377,8 +1377,7 @@ def slow_processes(workers):
 
 
 def judge_processes(dflt, workers):
-    """Each batch against its process's canary reference (mark_batches), each warm process against
-    the others' (slow_processes): (the left-out processes, the warm workers that feed figures)."""
+    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
     for w in [dflt] + workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], CANARY_REFERENCE)
         mark_batches(w, w["canary_reference"])
@@ -1563,18 +1562,18 @@ def calls_at(T, task, mha, canary):
     (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
     n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    calls = {("scores", step): call for step, call in steps.items()}
+    fns = {("scores", step): call for step, call in steps.items()}
     for p in PASSES:
         n = n_bytes[f"softmax/{p}"] // 8
-        calls.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p],
-                      (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
+        fns.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
-        calls["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
     rec = {"in_cache_rows": n_rows, "in_cache_bytes": row_bytes * n_rows}
-    for (name, kind), fn in calls.items():  # each once, untimed
+    for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         rec.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), calls.items()):  # in turn
+    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
         n, batch_s, _ = watched(fn, CALL_MIN_TIME, canary)
         rec[name][kind] = min(rec[name][kind], batch_s / n)
     return rec
@@ -1599,7 +1598,7 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker with no result by then has hung (default ones: ~5 s, AMD host)
+WORKER_TIMEOUT_S = 900  # a worker still running then is stopped (a default one takes ~5 s, AMD)
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "samples_each_T", "interleave", "timer_pairs", "one_thread_rounds",
              "pass_Ts", "in_cache_bytes", "ceiling_spec")
@@ -1688,7 +1687,7 @@ def make_plan(args, hardware, threads):
     n_warm = min(args.workers or prof["workers"], per_T)
     rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
-    one_thread = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
+    one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
     ceiling_workers = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / ceiling_workers),
@@ -1701,13 +1700,15 @@ def make_plan(args, hardware, threads):
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "timer_pairs": True, "samples_each_T": rounds, "one_thread_rounds": one_thread,
+                   "timer_pairs": True, "samples_each_T": rounds,
+                   "one_thread_rounds": one_thread_rounds,
                    "ceiling_spec": spec if i < ceiling_workers else None,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
     return {"workers": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
-            "one_thread_rounds": one_thread, "default_heap_samples": dflt_task["samples_each_T"],
-            "ceiling_spec": spec, "tasks": [dflt_task] + warm_tasks}
+            "one_thread_rounds": one_thread_rounds,
+            "default_heap_samples": dflt_task["samples_each_T"], "ceiling_spec": spec,
+            "tasks": [dflt_task] + warm_tasks}
 
 
 def spawn_all(plan, in_process):
@@ -1736,7 +1737,7 @@ def spawn_all(plan, in_process):
 # "quiet" only if none failed. A failed check says what happened and what to do, from what the
 # run measured, never more. Its limits are chosen: each says what it bounds.
 
-SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: too thin a 25th)
+SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
@@ -2034,7 +2035,8 @@ def compare(arg_a, arg_b, out):
     write_atomically(out or pb.parent, {"compare.json": to_json(c)})
     print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
           "differs: the differences below may be the code's, or noise" if c["same_state"] else
-          "the machines differed, so the differences below are not only the code's: " + "; ".join(
+          "machine facts or run conditions differed, so the differences below are not only "
+          "the code's: " + "; ".join(
               c["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
     for r in c["rows"]:
@@ -2080,10 +2082,9 @@ def parse_args(argv):
     add("--compare", nargs=2, metavar=("A", "B"), help="B against the baseline A (results.json "
         "or folders): writes compare.json")
     args = p.parse_args(argv)
-    bad = [f"--{k.replace('_', '-')} {x}" for k, v in vars(args).items() for x in (
-        v if k == "T" else [v]) if type(x) in (int, float) and not (
-            math.isfinite(x) and (x >= 0 if k == "seed" else x > 0))]
-    if bad:  # every number finite and > 0, the seed >= 0
+    if bad := [f"--{k.replace('_', '-')} {x}" for k, v in vars(args).items() for x in (
+            v if k == "T" else [v]) if type(x) in (int, float) and not (
+            math.isfinite(x) and (x >= 0 if k == "seed" else x > 0))]:  # finite, > 0; seed >= 0
         p.error(f"{bad[0]}: must be a finite number > 0 (the seed >= 0)")
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
@@ -2101,8 +2102,8 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
     its calls at the largest T (calls_at: P, S, Z, D, E, the mask, a call's output, the copy
-    block, and half an (h, T, T) array where the warm heap cannot reuse the samples' freed
-    arrays: 0.1-0.5 measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
+    block, and half an (h, T, T) array for what the samples' freed arrays leave unused: 0.1-0.5
+    measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     calls = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
