@@ -169,17 +169,6 @@ def signed(v):
     return f"{100 * v:+.1f}".replace("-", "−")
 
 
-def left_ratios(r, Ts, ks):
-    """The left-out processes' own estimates over the figures, for the ops ks at the T Ts."""
-    return [v[k] / op(r, T, k)["time_s"] for T in Ts for v in row(r, T)["left_out_s"].values()
-            for k in ks]
-
-
-def if_left(get):
-    """A figure of the processes left out: "?" (a condition) in a run that left none out."""
-    return lambda r, m: get(r, m) if r["canary"]["left_out"] else "?"
-
-
 def range_of(v, decimals=1):
     lo, hi = num(min(v), decimals), num(max(v), decimals)
     return lo if lo == hi else f"{lo}** to **{hi}"
@@ -207,7 +196,6 @@ def widest(r):
                if x["ops"][k]["time_share"] >= perf.MATERIAL_SHARE)[1:]
 
 
-
 def verdict(r):
     c = r["conditions"]
     if c["verdict"] == "quiet":
@@ -217,7 +205,6 @@ def verdict(r):
 
 
 TIMER = lambda r: [x["instrumentation_overhead"] for x in r["sweep"]]  # noqa: E731
-
 
 
 def timer_intervals(r):
@@ -233,14 +220,9 @@ def timer_intervals(r):
 # The reruns (reruns.json's digests: T keys are strings there).
 QUIET = lambda: [x for x in RERUNS if x["conditions_verdict"] == "quiet"]  # noqa: E731
 Q_BETA = lambda: [x["levels"]["DRAM"]["GBps"] for x in QUIET()]  # noqa: E731
-Q_PI = lambda: [x["ridge_intensity"] * x["levels"]["DRAM"]["GBps"] for x in QUIET()]  # noqa: E731
-# the ridge, π / β, moves across the quiet reruns more by β than by π
-BETA_LEADS = lambda: max(Q_BETA()) / min(Q_BETA()) > max(Q_PI()) / min(Q_PI())  # noqa: E731
 COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
-
-
 
 
 def rerun_row(label, here, of_rerun, fmt, interval=None):
@@ -270,15 +252,9 @@ LAB = [
     ("{} FLOP/byte from T = 64 to 512", lambda r, m: "{}, {}, {} and {}".format(
         *(num(op(r, T, "scores")["intensity"], 2) for T in TS))),
     ("- **Which β.** {} On the lab's", lambda r, m: which_beta(r)),
-    ("In the **{}** quiet reruns", lambda r, m: WORDS[len(QUIET())]),
-    ("quiet reruns β read **{}** GB/s", lambda r, m: range_of(Q_BETA())),
-    ("(π **{}** GFLOPS) and the threshold", lambda r, m: range_of(Q_PI())),
-    ("the threshold T **{}**: scores", lambda r, m: range_of(
-        [x["scores_av_threshold"]["T_threshold"] for x in QUIET()])),
-    ("were memory-bound in **{}** quiet ones", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "memory" for x in QUIET())]),
-    ("within the ridge's interval in **{}**;", lambda r, m: WORDS[sum(x["bound"]["scores"][0] == "ridge" for x in QUIET())]),
-    ("at T = 512 compute-bound in **{}**.", lambda r, m: WORDS[sum(
-        x["bound"]["scores"][3] == x["bound"]["av"][3] == "compute" for x in QUIET())]),
+    ("in the **{}** quiet reruns", lambda r, m: WORDS[len(QUIET())]),
+    ("reruns the ridge read **{}** (β", lambda r, m: range_of([x["ridge_intensity"] for x in QUIET()], 2)),
+    ("(β **{}** GB/s), above d_k/2", lambda r, m: range_of(Q_BETA())),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -291,14 +267,13 @@ LAB = [
      else "under"),
     ("and the quiet reruns read **{} %** (Which", lambda r, m: range_of(
         [100 * x["softmax_at_T_512"]["ratio_to_memory_ceiling"] for x in QUIET()])),
-    ("above β: those arrays fit the VM's **{}** MiB L3", lambda r, m: str(
-        int(r["hardware"]["caches"]["L3"]["size"][:-1]) >> 10)),
+    ("one thread's copy for β (**{}** GB/s)", lambda r, m: num(LV(r, "DRAM")["GBps_1thread"], 1)),
     ("counts the lab's **{} MB** at β", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("six passes move **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
     ("the passes' own **{}** MB arrays", lambda r, m: both(*(f(p["bytes"] / 1e6 for p in SP(r, 512)["passes"])
                                                               for f in (min, max)), 0)),
     ("at T = 512 ran at **{}** GB/s,", lambda r, m: both(min(COPY_GBPS(r)), max(COPY_GBPS(r)), 1)),
-    ("in cache.** **{}** of the kept warm processes", lambda r, m: "** to **".join(dict.fromkeys(
+    ("at T = 512.** **{}** of the kept warm processes", lambda r, m: "** to **".join(dict.fromkeys(
         WORDS[f(x["process_count"] for x in r["analysis"]["softmax_passes"])] for f in (min, max))).capitalize()),
     *(pass_row(p) for p in perf.PASSES),
     ("their sum, **{}** ns per element", lambda r, m: num(SP(r, 512)["passes_ns_per_element"], 2)),
@@ -307,8 +282,9 @@ LAB = [
     ("**The passes come to {} % of the softmax**", lambda r, m: "{} to {}".format(
         *(pct(f(map(PASS_RATIO, r["analysis"]["softmax_passes"])), 0) for f in (min, max)))),
     ("bytes come to **{} %** of their time", lambda r, m: pct(SHARE(r, 64, "copy"), 0)),
-    ("and **{} %** at T = 512.", lambda r, m: pct(SHARE(r, 512, "copy"), 0)),
-    ("they part both ways, from **{}** times their larger floor", lambda r, m: both(
+    ("and **{} %** at T = 512,", lambda r, m: pct(SHARE(r, 512, "copy"), 0)),
+    ("the passes take **{} %** of their in-cache", lambda r, m: pct(BOTH_ADDED(r, 512), 0)),
+    ("one, from **{}** times their larger floor", lambda r, m: both(
         min(ONE_BY_ONE(r)), max(ONE_BY_ONE(r)), 2)),
     ("The passes' sum lies **{} %** from", lambda r, m: "{}**, **{}**, **{}** and **{}".format(
         *(signed(REM(SP(r, T))) for T in TS))),
@@ -352,22 +328,10 @@ LAB = [
     ("of the two at T = 512, **{} %** at T = 64)", lambda r, m: pct(SS(r, 64)["scale_share"], 0)),
     ("matrix (**{} MB** in all", lambda r, m: num(SS(r, 512)["bytes_all_steps"] / 1e6, 1)),
     ("where the lab counts **{} MB**)", lambda r, m: num(op(r, 512, "scores")["bytes"] / 1e6, 1)),
-    ("**Process to process.** {} left out of every T", if_left(lambda r, m: "{} of the {} warm processes, {}, {}".format(
-        WORDS[len(r["canary"]["left_out"])].capitalize(), WORDS[r["config"]["workers"]],
-        word_list(r["canary"]["left_out"]), "was" if len(r["canary"]["left_out"]) == 1 else "were"))),
-    ("having read **{}** times the others'", if_left(lambda r, m: range_of(
-        [v["ratio"] for v in r["canary"]["left_out"].values()]))),
-    ("every op within **{} %** of the figures", if_left(lambda r, m: at_most(100 * max(
-        abs(v - 1) for v in left_ratios(r, (64, 128), OPS)), 0))),
-    ("and 512, scores **{}** times", if_left(lambda r, m: range_of(left_ratios(r, (256, 512), ["scores"])))),
-    ("av **{}**, the projections", if_left(lambda r, m: range_of(left_ratios(r, (256, 512), ["av"])))),
-    ("the projections **{}** and the softmax", if_left(lambda r, m: range_of(
-        left_ratios(r, (256, 512), ["qkv_proj", "out_proj"])))),
-    ("calls no BLAS, **{}** times.", if_left(lambda r, m: range_of(left_ratios(r, (256, 512), ["softmax"])))),
-    ("The reruns left out **{}** processes", lambda r, m: "{}** of **{}".format(
-        sum(len(x["left_out"]) for x in RERUNS), sum(x["config"]["workers"] for x in RERUNS))),
-    ("processes, **{}** of them on the BLAS part alone", lambda r, m: str(sum(
-        v["canary_part"] == "blas" and v["other_ratio"] <= perf.BOTH_PARTS_SLOW for x in RERUNS for v in x["left_out"].values()))),
+    ("nor any of the reruns' **{}**.", lambda r, m: str(sum(x["config"]["workers"] for x in RERUNS))),
+    ("interval is widest, {}:", lambda r, m: "{} at T = {}".format(*widest(r))),
+    ("**{} %** between them against", lambda r, m: pct(WIDEST(r)["between_process_rsd"])),
+    ("against **{} %** within one", lambda r, m: pct(WIDEST(r)["within_process_rsd"])),
     ("at T = 512 it takes **{} ms** instead of", lambda r, m: ms(row(r, 512, "sweep_default_heap")["forward_s"])),
     ("instead of **{} ms**, with", lambda r, m: ms(row(r, 512)["forward_s"])),
     ("with **{}** page faults per forward", lambda r, m: num(
@@ -408,7 +372,6 @@ LAB = [
     ("- **Timers**: **{}** to", lambda r, m: pct(min(TIMER(r)), 2)),
     ("to **{} %** of a forward;", lambda r, m: pct(max(TIMER(r)), 2)),
     ("of a forward; {}.", lambda r, m: timer_intervals(r)),
-    ("where its bytes sit, **{} %**.", lambda r, m: pct(SM(r)["ratio_to_level_ceiling"])),
     ("repeats of at least {} ms): β", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("β **{} GB/s**, **", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
     ("GB/s**, **{}** repeats (interval", lambda r, m: str(C(r)["beta_repeats"])),
@@ -425,33 +388,29 @@ LAB = [
     ("themselves quiet and **{}** disturbed", lambda r, m: COUNT(lambda x: x["conditions_verdict"] != "quiet")),
     ("the passes' sum **{}** times the softmax at every T", lambda r, m: "{}** to **{}".format(
         num(min(R_PASS_RATIOS()), 2), num(max(R_PASS_RATIOS()), 2))),
-    ("at T = 512 within **{} %** of their larger floors", lambda r, m: at_most(100 * max(
-        abs(REM(next(e for e in x["softmax_passes"] if e["T"] == 512))) for x in RERUNS), 1)),
+    ("at T = 64 and 128 within **{} %** of their larger floors", lambda r, m: at_most(100 * max(
+        abs(REM(e)) for x in RERUNS for e in x["softmax_passes"] if e["T"] <= 128), 1)),
+    ("at T = 512 **{}** times their in-cache calls and copies added", lambda r, m: both(*(f(
+        e["passes_ns_per_element"] / sum(p["in_cache_ns_per_element"] + p["copy_ns_per_element"]
+                                         for p in e["passes"].values())
+        for x in RERUNS for e in x["softmax_passes"] if e["T"] == 512) for f in (min, max)), 2)),
     *(op_rerun_row(k, 512) for k in ("scores", "softmax", "av")),
 ]
 
 TOP = [
-    ("its ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
+    ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its memory roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
-    ("**{} %** against the L3's roof", lambda r, m: pct(SM(r)["ratio_to_level_ceiling"]) if SM(r)["level"] == "L3" else "?"),
     ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
     ("**{} %** of the forward at T = 512", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
     ("The committed run is **{}**", lambda r, m: r["conditions"]["verdict"]),
-    ("Scores and av are {} in this run", lambda r, m: by_class(r, "scores", "bound")
-     if by_class(r, "scores", "bound") == by_class(r, "av", "bound") else "?"),
-    ("committed run left out **{}**, which", if_left(lambda r, m: WORDS[len(r["canary"]["left_out"])])),
-    ("from T = 256 on, up to **{}** times", if_left(lambda r, m: num(max(left_ratios(r, (256, 512), OPS)), 1))),
 ]
 
 REPORT = [
     ("run until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
-    ("scores and av are {} in this run, whose", lambda r, m: by_class(r, "scores", "bound")
-     if by_class(r, "scores", "bound") == by_class(r, "av", "bound") else "?"),
     ("the softmax runs at **{} %** of its memory", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
-    ("**{} %** against the L3's roof", lambda r, m: pct(SM(r)["ratio_to_level_ceiling"]) if SM(r)["level"] == "L3" else "?"),
     ("is **{} %** of the forward there", lambda r, m: num(m["results_summary"]["softmax_pct_of_total_at_T_512"], 1)),
     ("would move **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
 ]
@@ -487,8 +446,6 @@ SOLUTION = [
     ("sorted estimates over {} %", lambda r, m: pct(perf.GROUP_GAP - 1, 0)),
     ("past {} at any T it calls", lambda r, m: SHARE_WORDS.get(r["canary"]["set_aside_limit"], "?")),
     ("more than {} of a T's samples", lambda r, m: SHARE_WORDS.get(r["canary"]["set_aside_limit"], "?")),
-    ("in the committed run **{}** of ten warm processes", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
-    ("as did **{}** of its twelve reruns", lambda r, m: WORDS[sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS)]),
 ]
 
 REFLECTION = []  # a learner's voice: no figures, and the test checks that none creeps in
@@ -529,7 +486,13 @@ FAULTS_FROM_256 = lambda r: all((row(r, T, "sweep_default_heap")["page_faults_pe
                                 for T in TS)
 SOFTMAX_LARGEST = lambda r: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}  # noqa
 LAB_BYTES = lambda r: SP(r, 512)["passes_bytes"] / op(r, 512, "softmax")["bytes"]  # noqa
-PASSES_ADD_UP = lambda r: all(0.75 <= PASS_RATIO(e) <= 1.1 for e in r["analysis"]["softmax_passes"])  # noqa
+PASSES_ADD_UP = lambda r: all(0.75 <= PASS_RATIO(e) <= 1.25 for e in r["analysis"]["softmax_passes"])  # noqa
+BOTH_ADDED = lambda r, T: SP(r, T)["passes_ns_per_element"] / sum(  # noqa: E731  over in cache + copy
+    p["in_cache_ns_per_element"] + p["copy_ns_per_element"] for p in SP(r, T)["passes"])
+SHORT_IN_CACHE = lambda r: all(abs(REM(SP(r, T))) <= 0.1 and all(  # noqa: E731  at T = 64 and 128
+    p["larger_floor"] == "in cache" for p in SP(r, T)["passes"]) for T in (64, 128))
+LONG_BOTH = lambda r: REM(SP(r, 512)) > 0.2 and 0.85 <= BOTH_ADDED(r, 512) <= 1.05 and all(  # noqa
+    p["ns_per_element"] > max(p["in_cache_ns_per_element"], p["copy_ns_per_element"]) for p in SP(r, 512)["passes"])
 EXP_VECTORISED = lambda r: (EXP(r)["float64_ns_per_element_interval"][0] > 2 * EXP(r)["float32_ns_per_element_interval"][1]  # noqa: E731
                             and r["hardware"]["numpy_softmax_kernels"]["exp"] == "X86_V4")
 Q2_OTHER = lambda r: SM(r)["GFLOPS"] / (LV(r, "DRAM")["GBps_check"] * SM(r)["intensity"])  # noqa: E731  at the other copy
@@ -537,9 +500,6 @@ WIDEST = lambda r: op(r, widest(r)[1], widest(r)[0])  # noqa: E731
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
                         for e in r["analysis"]["softmax_passes"] for p in e["passes"]]
 ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r, 512)["all_threads_s"]["av"]  # noqa: E731
-IN_CACHE_COST = lambda r: all(  # noqa: E731  no pass's copy dearer than its call in cache, the sum at their floors
-    p["larger_floor"] != "copy" for e in r["analysis"]["softmax_passes"] for p in e["passes"]) and all(
-    abs(REM(e)) <= 0.1 for e in r["analysis"]["softmax_passes"])
 LEVELS = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
 R_SHA = lambda m: len(RERUNS) == 12 and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)  # noqa
 
@@ -548,8 +508,7 @@ MARKERS = [
     (LABR, "Why they differ is not measured."),
     (LABR, "Why short rows cost `max` so much more than `sum` is not measured"),
     (LABR, "The rest is not measured: the"),
-    (LABR, "What makes a process slow for its life is not measured"),
-    ("README.md", "(why is not measured)"),
+    (LABR, "What makes processes differ is not measured."),
     (SOL, "The run does not say why."),
 ]
 
@@ -557,36 +516,44 @@ CLAIMS = [
     # question 1
     (LABR, "The projections are compute-bound at every T.",
      lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
-    (LABR, "The softmax at every T. Scores and av pass the ridge", lambda r, m: ALL_T(r, ("softmax",), "memory")
-     and THR(r)["T_threshold"] is not None),
+    (LABR, "The softmax, scores and av, at every T: no T makes scores and av compute-bound against β here",
+     lambda r, m: ALL_T(r, ("softmax", "scores", "av"), "memory") and THR(r)["T_threshold"] is None),
     (LABR, "far left of it at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
-    (LABR, "The threshold moves, mostly with β", lambda r, m: len({x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1
-     and len({tuple(x["bound"]["scores"]) for x in RERUNS}) > 1 and BETA_LEADS()),
+    (LABR, "**No threshold T here.** Their intensity levels off below this ridge", lambda r, m: THR(r)["T_threshold"] is None
+     and C(r)["ridge"] > THR(r)["asymptotic_intensity"]),
+    (LABR, "above d_k/2 in every one", lambda r, m: all(x["ridge_intensity"] > x["scores_av_threshold"][
+        "asymptotic_intensity"] for x in RERUNS if x["conditions_verdict"] == "quiet")),
+    (LABR, "on a 2-core Intel Xeon VM with AVX-512", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
+     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]
+     and any(f.startswith("AVX512") for f in r["hardware"]["simd_flags"])),
     (LABR, "above d_k/2, so scores and av would be memory-bound against DRAM at every T there",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     # question 2: the comparisons, each a test that could have come out the other way
     (LABR, "naive numpy's six passes move", lambda r, m: LAB_BYTES(r) > 1),
     (LABR, "across T: at T = 512 their sum", lambda r, m: PASSES_ADD_UP(r)),
-    (LABR, "against the roof of the L3, where its bytes sit", lambda r, m: SM(r)["level"] == "L3"),
-    (LABR, "Here those bytes stay in cache", lambda r, m: SM(r)["level"] != "DRAM"
-     and min(COPY_GBPS(r)) > C(r)["beta_peak_GBps"]
-     and max(p["bytes"] for p in SP(r, 512)["passes"]) < int(r["hardware"]["caches"]["L3"]["size"][:-1]) << 10),
-    (LABR, "together costing what they cost in cache", lambda r, m: IN_CACHE_COST(r)),
-    (LABR, "**Together, the passes cost their larger floors.**", lambda r, m: IN_CACHE_COST(r)),
-    (LABR, "One by one they part both ways", lambda r, m: min(ONE_BY_ONE(r)) < 0.9 < 1.1 < max(ONE_BY_ONE(r))),
-    (LABR, "within a tenth of it at every T", lambda r, m: all(abs(REM(e)) <= 0.1 for e in r["analysis"]["softmax_passes"])),
-    (LABR, "**The bytes weigh less than the work**", lambda r, m: max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    (LABR, "the L3, where its bytes sit, gave no faster roof: its copy ran at β's rate", lambda r, m: SM(r)["level"] == "L3"
+     and LV(r, "L3")["same_roof_as_DRAM"]),
+    (LABR, "about twice one thread's copy for β", lambda r, m: 1.6 <= min(COPY_GBPS(r)) / LV(r, "DRAM")["GBps_1thread"]
+     and max(COPY_GBPS(r)) / LV(r, "DRAM")["GBps_1thread"] <= 2.4),
+    (LABR, "and near β itself: for the softmax, one thread at these sizes, β's roof stands", lambda r, m: 0.9
+     < min(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] and max(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] < 1.2
+     and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
+    (LABR, "costing what their calls cost in cache on short rows, and nearly that plus a copy of their bytes at T = 512",
+     lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
+    (LABR, "**Short rows: the calls' own cost.**", lambda r, m: SHORT_IN_CACHE(r)),
+    (LABR, "within a tenth of it at T = 64 and 128, where every larger floor is the call in cache",
+     lambda r, m: SHORT_IN_CACHE(r)),
+    (LABR, "**At T = 512 the bytes weigh nearly as much**", lambda r, m: SHARE(r, 512, "copy") >= 0.4 > 0.25 > SHARE(r, 64, "copy")),
+    (LABR, "of their in-cache calls and copies added", lambda r, m: LONG_BOTH(r)),
     (LABR, "estimated differently (the fastest of short batches, against a low quantile of the sweep's samples)",
      lambda r, m: perf.CALL_MIN_TIME < r["config"]["min_time_s"] and r["estimators"]["process_quantile"] < 0.5),
-    (LABR, "naive numpy runs it as six passes over the T×T array", lambda r, m: PASSES_ADD_UP(r)),
-    (LABR, "So the softmax is memory-bound only as a roofline class", lambda r, m: ALL_T(r, ("softmax",), "memory")
-     and IN_CACHE_COST(r) and max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    (LABR, "So naive numpy runs the softmax as six passes over the T×T array", lambda r, m: PASSES_ADD_UP(r)),
+    (LABR, "on short rows their time is what the same calls cost in cache", lambda r, m: SHORT_IN_CACHE(r)),
+    (LABR, "at T = 512 each pass costs more than either floor", lambda r, m: LONG_BOTH(r)),
     (LABR, "**exp is the dearest pass at T = 512**", lambda r, m: dearest(r, 512)[0]["pass"] == "exp"),
     (LABR, "not under the lab's 10 % against β in this run", lambda r, m: SM(r)["ratio_to_memory_ceiling"] >= 0.1),
     (LABR, "It is vectorised, on numpy's AVX-512", lambda r, m: EXP_VECTORISED(r)),
     (LABR, "does not hold on this machine", lambda r, m: EXP_VECTORISED(r)),
-    (LABR, "on this machine the passes together cost what the same calls cost in cache", lambda r, m: IN_CACHE_COST(r)),
-    (LABR, "more than their bytes", lambda r, m: max(SHARE(r, T, "copy") for T in TS) < 0.5),
     # question 3
     (LABR, "past the ridge, where its roofline bound is π",
      lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
@@ -605,15 +572,15 @@ CLAIMS = [
      < ALL_THREADS_GAP(r)),
     (LABR, "Part of the gap is the scaling pass",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
-    (LABR, "Memory-bound is a roofline class (intensity left of the ridge), not a cause: question 2 finds the softmax's "
-     "time in its passes' work", lambda r, m: ALL_T(r, ["softmax"], "memory") and PASSES_ADD_UP(r)),
+    (LABR, "Memory-bound is a roofline class (intensity left of the ridge), not a cause: question 2 takes the softmax's "
+     "time apart into its passes", lambda r, m: ALL_T(r, ["softmax"], "memory") and PASSES_ADD_UP(r)),
     (LABR, "for this run's processes only: reruns fell outside it", lambda r, m: any(
         not (op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1])
         for x in RERUNS for k in OPS)),
-    (LABR, "left out of every T, the canary's BLAS part", lambda r, m: bool(r["canary"]["left_out"]) and all(
-        w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
-    (LABR, "the canary's one-thread compute part ran as the others'", lambda r, m: all(
-        v["canary_part"] == "blas" and v["other_ratio"] <= r["canary"]["both_parts_slow_ratio"] for v in r["canary"]["left_out"].values())),
+    (LABR, "left out no process here, nor any of the reruns'", lambda r, m: not r["canary"]["left_out"]
+     and not any(x["left_out"] for x in RERUNS)),
+    (LABR, "The processes still differ more than one process's samples do where the interval is widest",
+     lambda r, m: LEVELS(r)),
     (LABR, "the forward faults its fresh T×T temporaries in from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
     (LABR, "the softmax, which calls no BLAS", lambda r, m: 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
     (LABR, "Two BLAS threads' time over one's (below one: two are faster)", lambda r, m: all(
@@ -639,20 +606,23 @@ CLAIMS = [
 
 
     # the other documents: each answer quoted, its reason in the lab README
-    ("README.md", "in this run: its ridge", lambda r, m: len({x["ridge_intensity"] for x in RERUNS}) > 1),
-    ("README.md", "the threshold T moves from run to run, mostly with β", lambda r, m: len(
-        {x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1 and BETA_LEADS()),
-    ("README.md", "which ran every op slower from T = 256 on", lambda r, m: bool(r["canary"]["left_out"])
-     and min(left_ratios(r, (256, 512), OPS)) > 1.1
-     and max(abs(v - 1) for v in left_ratios(r, (64, 128), OPS)) < 0.1),
+    ("README.md", "It ran on a 2-core VM on an Intel Xeon host", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
+     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]),
+    ("README.md", "The softmax, scores and av at every T", lambda r, m: ALL_T(r, ("softmax", "scores", "av"), "memory")),
+    ("README.md", "lies above d_k/2, where scores' and av's intensity levels off, as did every quiet rerun's",
+     lambda r, m: C(r)["ridge"] > THR(r)["asymptotic_intensity"] and all(
+         x["ridge_intensity"] > x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
+    ("README.md", "neither the committed run nor its reruns left one out", lambda r, m: not r["canary"]["left_out"]
+     and not any(x["left_out"] for x in RERUNS)),
     ("README.md", "The projections are compute-bound", lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
-    ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array, together costing what the same "
-     "calls cost in cache, more than their bytes", lambda r, m: IN_CACHE_COST(r) and max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array, costing what the same calls "
+     "cost in cache on short rows, and nearly that plus a copy of their bytes at T = 512",
+     lambda r, m: PASSES_ADD_UP(r) and SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
      lambda r, m: FAULTS_FROM_256(r) and [w["label"] for w in r["worker_processes"]].count("default heap") == 1),
     ("README.md", "over 10 % in every quiet rerun", lambda r, m: all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
-    (REP, "over 10 % in every quiet rerun;", lambda r, m: all(
+    (REP, "over 10 % in every quiet rerun)", lambda r, m: all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
     ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
@@ -665,9 +635,11 @@ CLAIMS = [
     (REP, "leaves out a process that ran slow for its whole life, named", lambda r, m: all(
         w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
-    (REP, "whose ridge lies below d_k/2", lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
-    (REP, "its six numpy passes make up most of it, and together they cost what the same calls cost in cache, more than their bytes",
-     lambda r, m: PASSES_ADD_UP(r) and IN_CACHE_COST(r) and max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    (REP, "on an Intel Xeon host", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]),
+    (REP, "scores and av are memory-bound at every T in this run, whose ridge lies above d_k/2",
+     lambda r, m: ALL_T(r, ("scores", "av"), "memory") and C(r)["ridge"] > THR(r)["asymptotic_intensity"]),
+    (REP, "its six numpy passes make up most of it; on short rows they cost what the same calls cost in cache, at T = 512 "
+     "nearly that plus a copy of their bytes", lambda r, m: PASSES_ADD_UP(r) and SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     (REP, "numpy's float32 exp is vectorised here, and the dearest pass at T = 512", lambda r, m: EXP_VECTORISED(r)
      and dearest(r, 512)[0]["pass"] == "exp"),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
@@ -678,15 +650,16 @@ CLAIMS = [
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
      lambda r, m: LEVELS(r)),
-    (SOL, "ran every op from T = 256 on slower than the others, up to three and a half times; the canary's BLAS part read "
-     "about twice the others' there", lambda r, m: bool(r["canary"]["left_out"])
-     and 1.1 < min(left_ratios(r, (256, 512), OPS)) and max(left_ratios(r, (256, 512), OPS)) <= 3.55
-     and all(1.8 <= v["ratio"] <= 2.2 for v in r["canary"]["left_out"].values())),
+    (SOL, "The reference ran on a 2-core Intel Xeon virtual machine", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
+     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]),
+    (SOL, "though none ran slow enough to be left out", lambda r, m: not r["canary"]["left_out"]),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
-    (SOL, "(the committed run found one, as did", lambda r, m: LV(r, "DRAM")["plateau"]),
-    (SOL, "The reference's ridge estimate lies below it: they reach it at a threshold T", lambda r, m: THR(r)["T_threshold"] is not None),
-    (SOL, "whose softmax arrays fit its L3, the passes together cost what the same calls cost in cache", lambda r, m: IN_CACHE_COST(r)
-     and SM(r)["level"] != "DRAM"),
+    (SOL, "(the committed run found none, nor did any of its twelve reruns)", lambda r, m: not LV(r, "DRAM")["plateau"]
+     and not any(x["levels"]["DRAM"]["plateau"] for x in RERUNS)),
+    (SOL, "The reference's ridge estimate lies above it: there, as on the laptop, no T makes them compute-bound",
+     lambda r, m: THR(r)["T_threshold"] is None and LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
+    (SOL, "In the reference the passes cost what the same calls cost in cache on short rows, and at T = 512 nearly that "
+     "plus a copy of their bytes", lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     (SOL, "Fresh processes can run the same op at different speeds for all their samples", lambda r, m: LEVELS(r)),
     (SOL, "The reference's processes can disagree more than its samples within one process do", lambda r, m: LEVELS(r)),
 
@@ -699,26 +672,22 @@ CLAIMS = [
     (SOL, "ten fresh warm worker processes", lambda r, m: r["config"]["workers"] == 10),
     (REFL, "it turned out to be most of the forward at every length I tried",
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
-    (REFL, "together they cost about what they cost running in the cache; copying their bytes cost less than half as much",
-     lambda r, m: IN_CACHE_COST(r) and max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    (REFL, "On short rows they cost about what they cost running in the cache; at the longest length a pass cost more than "
+     "that, nearly its in-cache run and a copy of its bytes added", lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     (REFL, "passes added up to most of the softmax", lambda r, m: PASSES_ADD_UP(r)),
-    (REFL, "the passes paid for their own work more than for their bytes", lambda r, m: IN_CACHE_COST(r)
-     and max(SHARE(r, T, "copy") for T in TS) < 0.5),
+    (REFL, "the bytes I had expected to dominate only caught up with the work at the longest length",
+     lambda r, m: SHARE(r, 512, "copy") >= 0.4 > 0.25 > SHARE(r, 64, "copy")),
     (REFL, "at the longest length it was the dearest pass, yet vectorised, and under twice a subtraction on the real arrays",
      lambda r, m: dearest(r, 512)[0]["pass"] == "exp" and EXP_VECTORISED(r)
      and PS(r, 512, "exp")["ns_per_element"] < 2 * PS(r, 512, "subtract")["ns_per_element"]),
     (REFL, "So naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
-    (REFL, "in my run one of ten did, from the middle lengths on", lambda r, m: len(r["canary"]["left_out"]) == 1
-     and r["config"]["workers"] == 10 and min(left_ratios(r, (256, 512), OPS)) > 1.1
-     and max(abs(v - 1) for v in left_ratios(r, (64, 128), OPS)) < 0.1),
-    (REFL, "Scores and av reached the ridge at a length that moved from run to run, mostly because my copy rate did",
-     lambda r, m: THR(r)["T_threshold"] is not None and len({x["scores_av_threshold"]["T_threshold"] for x in RERUNS}) > 1
-     and BETA_LEADS()
-     and max(x["levels"]["DRAM"]["GBps"] for x in RERUNS) > 1.2 * min(x["levels"]["DRAM"]["GBps"] for x in RERUNS)),
+    (REFL, "processes can disagree more than one process's own samples do", lambda r, m: LEVELS(r)),
+    (REFL, "the softmax landed on either side of the lab's 10 % depending on which I trusted",
+     lambda r, m: SM(r)["ratio_to_memory_ceiling"] >= 0.1 > Q2_OTHER(r)),
     (REFL, "scores' extra pass over the big matrix is part of it, not the rest",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
      lambda r, m: P27(r)["bytes_reduction"] >= 10),
-    (REFL, "the longest forward took more than twice as long as it does", lambda r, m: 2
-     < row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"] < 3),
+    (REFL, "the longest forward took nearly twice as long as it does", lambda r, m: 1.7
+     < row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"] < 2),
 ]
