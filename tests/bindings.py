@@ -398,6 +398,8 @@ LAB = [
 ]
 
 TOP = [
+    ("but **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
+    ("against the run's\n  **{}** MiB copy".replace("\n  ", " "), lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
     ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its memory roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -408,6 +410,8 @@ TOP = [
 ]
 
 REPORT = [
+    ("rerun, **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
+    ("the run's **{}** MiB copy) and is", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
     ("run until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
     ("the softmax runs at **{} %** of its memory", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -620,9 +624,11 @@ CLAIMS = [
      lambda r, m: PASSES_ADD_UP(r) and SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
      lambda r, m: FAULTS_FROM_256(r) and [w["label"] for w in r["worker_processes"]].count("default heap") == 1),
+    ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SM(r)["ratio_to_memory_ceiling"]
+     >= 0.1 > Q2_OTHER(r)),
     ("README.md", "over 10 % in every quiet rerun", lambda r, m: all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
-    (REP, "over 10 % in every quiet rerun)", lambda r, m: all(
+    (REP, "over 10 % in every quiet rerun,", lambda r, m: all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
     ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
@@ -638,7 +644,7 @@ CLAIMS = [
      and isinstance(r["conditions"]["findings"]["process_groups"], list)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an Intel Xeon host", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]),
-    (REP, "scores and av are memory-bound at every T in this run, whose ridge lies above d_k/2",
+    (REP, "scores and av are memory-bound against β at every T in this run, whose ridge lies above d_k/2",
      lambda r, m: ALL_T(r, ("scores", "av"), "memory") and C(r)["ridge"] > THR(r)["asymptotic_intensity"]),
     (REP, "its six numpy passes make up most of it; on short rows they cost what the same calls cost in cache, at T = 512 "
      "nearly that plus a copy of their bytes", lambda r, m: PASSES_ADD_UP(r) and SHORT_IN_CACHE(r) and LONG_BOTH(r)),
@@ -658,7 +664,7 @@ CLAIMS = [
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
     (SOL, "(the committed run found none, nor did any of its twelve reruns)", lambda r, m: not LV(r, "DRAM")["plateau"]
      and not any(x["levels"]["DRAM"]["plateau"] for x in RERUNS)),
-    (SOL, "The reference's ridge estimate lies above it: there, as on the laptop, no T makes them compute-bound",
+    (SOL, "The reference's ridge estimate lies above it: there, as we predict for the laptop, no T makes them compute-bound",
      lambda r, m: THR(r)["T_threshold"] is None and LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes cost what the same calls cost in cache on short rows, and at T = 512 nearly that "
      "plus a copy of their bytes", lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
@@ -690,6 +696,7 @@ CLAIMS = [
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
      lambda r, m: P27(r)["bytes_reduction"] >= 10),
-    (REFL, "the longest forward took nearly twice as long as it does", lambda r, m: 1.7
-     < row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"] < 2),
+    (REFL, "the longest forward took up to nearly twice as long as it does", lambda r, m: 1.7 < max(
+        [row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"]]
+        + [x["default_heap"]["512"]["forward_s"] / x["forward_s"]["512"] for x in RERUNS]) < 2),
 ]
