@@ -157,12 +157,21 @@ def SHARE(r, T, kind):
             / sum(p["ns_per_element"] for p in e["passes"]))
 
 
+def passes_of(e):
+    """A softmax_passes entry's passes: a list in results.json, a dict in reruns.json's digests."""
+    return list(e["passes"].values()) if isinstance(e["passes"], dict) else e["passes"]
+
+
 def REM(e):
     """The passes' sum over the sum of each pass's larger floor, max(in cache, copy), less one."""
-    floors = [max(p["in_cache_ns_per_element"], p["copy_ns_per_element"]) for p in
-              (e["passes"].values() if isinstance(e["passes"], dict) else e["passes"])]
-    return (sum(p["ns_per_element"] for p in (e["passes"].values() if isinstance(e["passes"], dict)
-                                              else e["passes"])) / sum(floors) - 1)
+    floors = [max(p["in_cache_ns_per_element"], p["copy_ns_per_element"]) for p in passes_of(e)]
+    return sum(p["ns_per_element"] for p in passes_of(e)) / sum(floors) - 1
+
+
+def BOTH_ADDED(e):
+    """The passes' sum over their in-cache calls and copies added."""
+    return e["passes_ns_per_element"] / sum(
+        p["in_cache_ns_per_element"] + p["copy_ns_per_element"] for p in passes_of(e))
 
 
 def signed(v):
@@ -283,7 +292,7 @@ LAB = [
         *(pct(f(map(PASS_RATIO, r["analysis"]["softmax_passes"])), 0) for f in (min, max)))),
     ("bytes come to **{} %** of their time", lambda r, m: pct(SHARE(r, 64, "copy"), 0)),
     ("and **{} %** at T = 512,", lambda r, m: pct(SHARE(r, 512, "copy"), 0)),
-    ("the passes take **{} %** of their in-cache", lambda r, m: pct(BOTH_ADDED(r, 512), 0)),
+    ("the passes take **{} %** of their in-cache", lambda r, m: pct(BOTH_ADDED(SP(r, 512)), 0)),
     ("one, from **{}** times their larger floor", lambda r, m: both(
         min(ONE_BY_ONE(r)), max(ONE_BY_ONE(r)), 2)),
     ("The passes' sum lies **{} %** from", lambda r, m: "{}**, **{}**, **{}** and **{}".format(
@@ -391,15 +400,13 @@ LAB = [
     ("at T = 64 and 128 within **{} %** of their larger floors", lambda r, m: at_most(100 * max(
         abs(REM(e)) for x in RERUNS for e in x["softmax_passes"] if e["T"] <= 128), 1)),
     ("at T = 512 **{}** times their in-cache calls and copies added", lambda r, m: both(*(f(
-        e["passes_ns_per_element"] / sum(p["in_cache_ns_per_element"] + p["copy_ns_per_element"]
-                                         for p in e["passes"].values())
-        for x in RERUNS for e in x["softmax_passes"] if e["T"] == 512) for f in (min, max)), 2)),
+        BOTH_ADDED(e) for x in RERUNS for e in x["softmax_passes"] if e["T"] == 512) for f in (min, max)), 2)),
     *(op_rerun_row(k, 512) for k in ("scores", "softmax", "av")),
 ]
 
 TOP = [
     ("but **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
-    ("against the run's\n  **{}** MiB copy".replace("\n  ", " "), lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
+    ("against the run's **{}** MiB copy", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
     ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its memory roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -490,11 +497,11 @@ FAULTS_FROM_256 = lambda r: all((row(r, T, "sweep_default_heap")["page_faults_pe
 SOFTMAX_LARGEST = lambda r: set(r["analysis"]["dominant_op_per_T"].values()) == {"softmax"}  # noqa
 LAB_BYTES = lambda r: SP(r, 512)["passes_bytes"] / op(r, 512, "softmax")["bytes"]  # noqa
 PASSES_ADD_UP = lambda r: all(0.75 <= PASS_RATIO(e) <= 1.25 for e in r["analysis"]["softmax_passes"])  # noqa
-BOTH_ADDED = lambda r, T: SP(r, T)["passes_ns_per_element"] / sum(  # noqa: E731  over in cache + copy
-    p["in_cache_ns_per_element"] + p["copy_ns_per_element"] for p in SP(r, T)["passes"])
 SHORT_IN_CACHE = lambda r: all(abs(REM(SP(r, T))) <= 0.1 and all(  # noqa: E731  at T = 64 and 128
     p["larger_floor"] == "in cache" for p in SP(r, T)["passes"]) for T in (64, 128))
-LONG_BOTH = lambda r: REM(SP(r, 512)) > 0.2 and 0.85 <= BOTH_ADDED(r, 512) <= 1.05 and all(  # noqa
+XEON_VM = lambda r: ("Xeon" in r["hardware"]["cpu_model"] and r["hardware"]["physical_cores"] == 2  # noqa
+                     and r["hardware"]["virtualized"])
+LONG_BOTH = lambda r: REM(SP(r, 512)) > 0.2 and 0.85 <= BOTH_ADDED(SP(r, 512)) <= 1.05 and all(  # noqa
     p["ns_per_element"] > max(p["in_cache_ns_per_element"], p["copy_ns_per_element"]) for p in SP(r, 512)["passes"])
 EXP_VECTORISED = lambda r: (EXP(r)["float64_ns_per_element_interval"][0] > 2 * EXP(r)["float32_ns_per_element_interval"][1]  # noqa: E731
                             and r["hardware"]["numpy_softmax_kernels"]["exp"] == "X86_V4")
@@ -526,8 +533,7 @@ CLAIMS = [
      and C(r)["ridge"] > THR(r)["asymptotic_intensity"]),
     (LABR, "above d_k/2 in every one", lambda r, m: all(x["ridge_intensity"] > x["scores_av_threshold"][
         "asymptotic_intensity"] for x in RERUNS if x["conditions_verdict"] == "quiet")),
-    (LABR, "on a 2-core Intel Xeon VM with AVX-512", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
-     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]
+    (LABR, "on a 2-core Intel Xeon VM with AVX-512", lambda r, m: XEON_VM(r)
      and any(f.startswith("AVX512") for f in r["hardware"]["simd_flags"])),
     (LABR, "above d_k/2, so scores and av would be memory-bound against DRAM at every T there",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
@@ -607,8 +613,7 @@ CLAIMS = [
 
 
     # the other documents: each answer quoted, its reason in the lab README
-    ("README.md", "It ran on a 2-core VM on an Intel Xeon host", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
-     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]),
+    ("README.md", "It ran on a 2-core VM on an Intel Xeon host", lambda r, m: XEON_VM(r)),
     ("README.md", "Against β, the softmax, scores and av at every T", lambda r, m: ALL_T(r, ("softmax", "scores", "av"), "memory")),
     ("README.md", "lies above d_k/2, where scores' and av's intensity levels off, as did every quiet rerun's",
      lambda r, m: C(r)["ridge"] > THR(r)["asymptotic_intensity"] and all(
@@ -640,7 +645,7 @@ CLAIMS = [
          w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])
      and isinstance(r["conditions"]["findings"]["process_groups"], list)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
-    (REP, "on an Intel Xeon host", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]),
+    (REP, "on an Intel Xeon host", lambda r, m: XEON_VM(r)),
     (REP, "scores and av are memory-bound against β at every T in this run, whose ridge lies above d_k/2",
      lambda r, m: ALL_T(r, ("scores", "av"), "memory") and C(r)["ridge"] > THR(r)["asymptotic_intensity"]),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; on short rows they cost what the same calls cost in cache, at T = 512 "
@@ -655,8 +660,7 @@ CLAIMS = [
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
      lambda r, m: LEVELS(r)),
-    (SOL, "The reference ran on a 2-core Intel Xeon virtual machine", lambda r, m: "Xeon" in r["hardware"]["cpu_model"]
-     and r["hardware"]["physical_cores"] == 2 and r["hardware"]["virtualized"]),
+    (SOL, "The reference ran on a 2-core Intel Xeon virtual machine", lambda r, m: XEON_VM(r)),
     (SOL, "though none ran slow enough to be left out", lambda r, m: not r["canary"]["left_out"]),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
     (SOL, "(the committed run found none, nor did any of its twelve reruns)", lambda r, m: not LV(r, "DRAM")["plateau"]
