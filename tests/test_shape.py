@@ -19,9 +19,10 @@ def local_names(fn):
     return bound
 
 
-MAX_LINES = 2235  # the ceiling issues 39 and 40 set for perf.py, counting what a change removes:
-                  # a script a learner reads whole after the lab grows only where a simplification
-                  # pays for it. perf.py stands at it; lower it with the commit that cuts below.
+MAX_LINES = 2200  # the size perf.py aims at: the lab's Blocks A-F (~1,000 lines, the part a
+                  # learner compares with their own) and a harness no larger than ~1,200, so that
+                  # one evening's read covers the whole script. A feature that needs more pays for
+                  # it with a simplification first; raising this number is a decision, not a fix.
 
 
 def test_at_most_MAX_LINES_of_at_most_100_characters_and_no_function_over_60():

@@ -181,7 +181,18 @@ SPEC = {"copy_threads": 2, "matmul_n": 600, "levels": {
 
 def ceilings(dram, check, l3=((40, 44), (42, 46), (41, 45), (40, 44), (42, 46))):
     levels = {"L2": [(20, None)] * len(check), "L3": list(l3), "DRAM": dram}
-    return perf.combine_ceilings(copy_workers(levels, check), SPEC)
+    return perf.combine_ceilings([{"ceiling_rates": r} for r in copy_workers(levels, check)], [],
+                                 SPEC)
+
+
+def test_ceilings_from_the_left_out_processes_only_when_no_counted_one_timed_them():
+    rates = copy_workers({"L2": [(20, None)] * 5, "L3": [(40, 44)] * 5,
+                          "DRAM": [(20, 30), (21, 29), (22, 28), (23, 27), (24, 26)]}, [29] * 5)
+    timed = [{"ceiling_rates": r} for r in rates]
+    faster = [{"ceiling_rates": {**r, "matmul": [2 * v for v in r["matmul"]]}} for r in rates]
+    counted_none = [{"ceiling_rates": None}]
+    assert perf.combine_ceilings(counted_none, timed, SPEC) == \
+        perf.combine_ceilings(timed, faster, SPEC)  # the counted ones' when they timed any
 
 
 def test_copy_ceilings_by_hand():
@@ -260,3 +271,19 @@ def test_the_interval_over_processes_covers_a_two_group_population_at_its_stated
         stated.add(round(s["time_s_interval_coverage"], 6))
     (coverage,) = stated
     assert abs(covered / 1000 - coverage) <= 0.03, (covered, coverage)
+
+
+def test_timer_cost_ratio_pairs_each_timed_forward_with_an_untimed_one_in_alternating_order(
+        monkeypatch):
+    clock, order = [0], []
+
+    def forward(name, ns):
+        def f(x, mha, mask):
+            order.append(name)
+            clock[0] += ns
+        return f
+    monkeypatch.setattr(perf, "attention_forward_timed", forward("timed", 103))
+    monkeypatch.setattr(perf, "attention_forward", forward("untimed", 100))
+    monkeypatch.setattr(perf.time, "perf_counter_ns", lambda: clock[0])
+    assert perf.timer_cost_ratio(None, None, None, 4, 0) == pytest.approx(1.03)
+    assert order == ["untimed", "timed", "timed", "untimed"] * 2

@@ -20,7 +20,6 @@ import bisect
 import collections
 import contextlib
 import ctypes
-import datetime
 import functools
 import gc
 import hashlib
@@ -38,7 +37,6 @@ import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -73,8 +71,8 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order. Each Block reads like the lab a learner
-# writes, its statistics included (Block B); the harness it needs (worker processes, the
-# canary, the ceilings' timing, the verdict) is called from Part II below.
+# writes, statistics included; the harness it needs (worker processes, the canary, the
+# ceilings' timing, the verdict) is called from Part II below.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -83,13 +81,7 @@ class UsageError(Exception):
 # fusing, no out= buffers, A fully materialised), and it keeps the timers to one per op.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
-@dataclass(frozen=True)
-class MHA:
-    W_Q: np.ndarray
-    W_K: np.ndarray
-    W_V: np.ndarray
-    W_O: np.ndarray
-    n_heads: int
+MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 
 
 def init_mha(d_model=64, n_heads=4, seed=0):
@@ -188,20 +180,19 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # Block B: what a sample is, a worker's samples, and the sweep: each T's row from the warm
 # processes' own estimates (each from the samples the canary kept), the process the unit.
 
-
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
 # min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
 # workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
 # The canary is read between every two batches; the figures come from the samples it kept.
-PROFILES = {
-    "default": {"min_time": 0.05, "samples_per_T": 100, "workers": 10, "default_heap_samples": 6,
-                "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "workers": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20},
-}                         # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
+PROFILES = {  # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
+    "default": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10,
+                "default_heap_samples": 6, "ceiling_repeats": 20, "cache_repeats": 10,
+                "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 CEILING_WORKERS = 5        # the first warm workers also time the ceilings
-TIMER_PAIR_EVERY = 2      # every 2nd round, each sample is followed by a timed/untimed pair
-TIMER_PAIR_SHARE = 1 / 24  # each half of a timed/untimed pair: this share of its sample's forwards
+TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
+                           # beside an untimed one: what the timers cost (timer_cost_ratio)
 
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
@@ -218,8 +209,8 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 def take_samples(task, mha, canary, MHz):
     """A worker's samples_each_T samples of every T, after one untimed forward: in rounds of every
     T, in an order that rotates so that a slow episode hits every T alike (the default-heap
-    worker: each T in turn); after a sample, its timer pair and, in the one-thread round, the same
-    sample on one BLAS thread; the machine around each (machine_around; MHz)."""
+    worker: each T in turn); the machine around each (machine_around; MHz); after each, the
+    harness's comparisons (after_sample)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -232,12 +223,7 @@ def take_samples(task, mha, canary, MHz):
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
         with machine_around(rec, canary, MHz):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        if task["timer_pairs"] and i % TIMER_PAIR_EVERY == 0:  # 2 x TIMER_PAIR_SHARE
-            rec["timer_ratios"].append(timer_cost_ratio(x, mha, mask, rec["samples"][-1]["n"],
-                                                        i // TIMER_PAIR_EVERY))
-        if i in task["one_thread_rounds"]:
-            rec["one_thread"].append({**sample_forwards(x, mha, mask, min_time, canary, 1),
-                                      "after": len(rec["samples"]) - 1})
+        after_sample(task, i, (x, mha, mask), rec, canary)
     return {str(T): rec for T, rec in out.items()}
 
 
@@ -300,8 +286,7 @@ def summarize(by_process):
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
             "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
-            "worker_times": each,
-            "between_process_rsd": rsd(each),
+            "worker_times": each, "between_process_rsd": rsd(each),
             "within_process_rsd": float(np.median([rsd(w) for w in by_process])),
             "process_groups": process_groups(each)}
 
@@ -345,13 +330,12 @@ def pool_T(T, parts, min_time):
 def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out=()):
     """A row per T from the warm workers' samples, and one from the default-heap worker's. Beside
     each warm row, each left-out process's own estimates (left_out_s), which feed nothing."""
-    of = lambda T, workers: [{**w["by_T"][str(T)], "label": w["label"]}  # noqa: E731
-                             for w in workers]  # their records
-    rows = [pool_T(T, of(T, warm_workers), min_time) for T in Ts]
+    records = lambda T, ws: [{**w["by_T"][str(T)], "label": w["label"]} for w in ws]  # noqa: E731
+    rows = [pool_T(T, records(T, warm_workers), min_time) for T in Ts]
     for r in rows:
         r["left_out_s"] = {w["label"]: {k: process_estimate([s[k] for s in w["by_T"][str(r["T"])][
             "samples"]]) for k in TIMED_KEYS} for w in left_out}
-    return rows, [pool_T(T, of(T, [default_heap_worker]), min_time) for T in Ts]
+    return rows, [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts]
 
 
 def row_at(rows, T):
@@ -376,8 +360,7 @@ def new_figure(*args, **kw):
 
 def png_bytes(fig, dpi=150):
     import matplotlib.pyplot as plt
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf := io.BytesIO(), format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()
 
@@ -457,8 +440,7 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
     ax.bar(x + 0.36, np.fmin(heights, top / 1.12), 0.22, fill=False, hatch="///",
            edgecolor="0.45", lw=0.8)
-    labels, above = [], {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
-                         "va": "bottom"}
+    labels, above = [], dict(xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
     for i, r in ((i, r) for i, r in enumerate(rows) if r["T"] in labelled):
         dom = dominant[str(r["T"])]
         text = f"{bottom[i]:.3f} ms\n{dom} {100 * r['ops'][dom]['time_share']:.0f}%"
@@ -472,8 +454,7 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
                 (x[i] + 0.36, min(heights[i], top / 1.12)), fontsize=fontsize - 1.5, color="0.3",
                 **above))
     ax.set_xticks(x, [f"T={r['T']}" for r in rows])
-    ax.set_xlim(-0.5, len(rows) - 0.4)
-    ax.set_ylim(0, top)
+    ax.set(xlim=(-0.5, len(rows) - 0.4), ylim=(0, top))
     return labels
 
 
@@ -510,9 +491,8 @@ def plot_perf(res):
     ax2.set_title("Share per op: of the time (solid), of the FLOPs (faded)", fontsize=11)
     fig.suptitle(f"Naive numpy multi-head attention, d_model={cfg['d_model']}, "
                  f"{cfg['n_heads']} heads, d_k={cfg['d_head']}", fontsize=12)
-    handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(
-        fill=False, hatch="///", edgecolor="0.45", label="the same forward, glibc's default heap"
-                                                         " (page faults per forward)")]
+    handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(fill=False, hatch="///",
+        edgecolor="0.45", label="the same forward, glibc's default heap (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
@@ -552,8 +532,7 @@ def op_cost(T, d_model, n_heads):
                                                                     # I = T d_k / (4 d_k + 2T)
         "softmax": (h * 5 * T**2, a["S"] + a["A"]),                 # h 8 T^2: I = 5/8 ~ 0.6
         "av": (h * 2 * T**2 * d_k, a["A"] + a["V"] + a["O"]),       # same form as scores
-        "out_proj": (2 * T * d**2, a["C"] + a["W"]),                # same form as qkv_proj
-    }
+        "out_proj": (2 * T * d**2, a["C"] + a["W"])}                # same form as qkv_proj
 
 
 # The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
@@ -571,15 +550,13 @@ OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
 
 
-def pass_bytes(T, d_model, n_heads):
-    """Bytes each of those calls reads and writes, each array once."""
+def pass_bytes(T, d_model, n_heads, table=PASS_ARRAYS):
+    """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
     a = forward_arrays(T, d_model, n_heads)
-    return {call: sum(a[k] for k in arrays) for call, arrays in PASS_ARRAYS.items()}
+    return {call: sum(a[k] for k in arrays) for call, arrays in table.items()}
 
 
-def working_set(T, d_model, n_heads):
-    a = forward_arrays(T, d_model, n_heads)
-    return {op: sum(a[name] for name in names) for op, names in OP_ARRAYS.items()}
+working_set = functools.partial(pass_bytes, table=OP_ARRAYS)
 
 
 def read_ceilings(path):
@@ -617,9 +594,8 @@ def ceilings_and_ridge(given, measured):
         **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
         "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
     (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
-    c["ridge"] = c["pi_peak_GFLOPS"] / c["beta_peak_GBps"]
-    c["ridge_interval"] = [p_lo / b_hi, p_hi / b_lo]
-    return c
+    return c | {"ridge": c["pi_peak_GFLOPS"] / c["beta_peak_GBps"],
+                "ridge_interval": [p_lo / b_hi, p_hi / b_lo]}
 
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
@@ -666,8 +642,7 @@ def draw_roofs(ax, res, xs):
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
               "   slower than a larger level's: no roof of its own"
-              for n, lv in c["levels"].items()
-              if lv.get("slower_than_larger")]
+              for n, lv in c["levels"].items() if lv.get("slower_than_larger")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
                                                      else f"capped at {dram['bytes'] >> 20} MiB"))
@@ -692,9 +667,8 @@ def draw_roofs(ax, res, xs):
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's "
-        f"{res['estimators']['confidence']:.0%} intervals,\n  "
-        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {res['estimators']['confidence']:.0%}"
+        f" intervals,\n  {r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
 
@@ -711,8 +685,8 @@ def draw_points(ax, res):
         ax.plot(x, y, color=COLORS[op], lw=0.8, alpha=0.45, zorder=3)
         entries.append((ax.scatter(x, y, s=size**2, facecolors="none", edgecolors=COLORS[op],
                                    linewidths=1.6, zorder=4), op))
-    rings = tuple(ax.scatter([], [], s=(5 * 1.5**i)**2, facecolors="none", edgecolors="0.3")
-                  for i in range(len(res["sweep"])))
+    rings = tuple(ax.scatter([], [], s=d**2, facecolors="none", edgecolors="0.3") for d in
+                  ring_sizes([(10.0**i, 1.0, i) for i in range(len(res["sweep"]))]))  # apart
     ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
                marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
@@ -764,11 +738,10 @@ def plot_roofline(res):
 # ----------------------------------------------------------------------------------------------
 # Block E: the numbers the three answers stand on, each computed once by a small function.
 
-def threshold_T(d_k, I_crit, bytes_factor):
+def threshold_T(d_k, I_crit, b):
     """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
     inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
-    return None if d_k <= bytes_factor * I_crit else \
-        4 * d_k * I_crit / (d_k - bytes_factor * I_crit)
+    return None if d_k <= b * I_crit else 4 * d_k * I_crit / (d_k - b * I_crit)
 
 
 def thresholds(d_k, ridge, ridge_interval):
@@ -812,8 +785,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
     """The FUSED ops as one op: the same FLOPs; measured, the lab's bytes of each of them;
     S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
     fused = [row["ops"][op] for op in FUSED]
-    flops, nbytes = sum(o["flops"] for o in fused), sum(o["bytes"] for o in fused)
-    seconds = sum(o["time_s"] for o in fused)
+    flops, nbytes, seconds = (sum(o[k] for o in fused) for k in ("flops", "bytes", "time_s"))
     a = forward_arrays(row["T"], d_model, n_heads)
     flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
     roof = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
@@ -892,8 +864,7 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
             f32, f64 = (per(k, "in_cache", 1e9 / (in_cache_rows * T), n) for k, n in (
                 ("exp", "float32_ns_per_element"), ("exp_float64", "float64_ns_per_element")))
-            out[-1]["exp_precision"] = {
-                **f32, **f64, "float64_over_float32":
+            out[-1]["exp_precision"] = {**f32, **f64, "float64_over_float32":
                 f64["float64_ns_per_element"] / f32["float32_ns_per_element"]}
     return out
 
@@ -940,7 +911,7 @@ def run_config(args, plan, threads):
     """results.json's config: what was asked and what the plan made of it."""
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": plan["workers"] * plan["rounds"], "workers": plan["workers"],
+            "samples_per_T": plan["worker_count"] * plan["rounds"], "workers": plan["worker_count"],
             "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
             "default_heap_samples": plan["default_heap_samples"],
             "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
@@ -952,8 +923,7 @@ def run_config(args, plan, threads):
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    row = row_at(results["sweep"], KEYED_T)
-    ops = row and row["ops"]
+    ops = (row_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
     summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["GFLOPS"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
                "scores_GFLOPS_at_T_512": ops and ops["scores"]["GFLOPS"],
@@ -971,8 +941,7 @@ def make_manifest(results, argv):
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
         "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
-        "ceilings_source": c["source"],
-        "conditions_verdict": results["conditions"]["verdict"],
+        "ceilings_source": c["source"], "conditions_verdict": results["conditions"]["verdict"],
         "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
         "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
         "command": " ".join(["python", Path(__file__).name] + list(argv)),
@@ -1010,7 +979,7 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
     """results.json: config, machine, worker processes, the canary's references and who was left
     out, and `parts` (ceilings, sweeps, analysis, verdict), with what time_s means."""
     return {
-        "experiment": "15-attention-perf", "date": datetime.date.today().isoformat(), "config": cfg,
+        "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
         "hardware": hardware, "threads": threads, "heap": workers[-1]["heap"],  # a warm one's
@@ -1043,18 +1012,15 @@ def run_lab(args, argv):
     rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time,  # Block B
                                     [w for w in workers if w["label"] in left_out])
     windows = threading_windows(args.T, counted)
-    ceilings = ceilings_and_ridge(given, combine_ceilings(  # Block D
-        [w["ceiling_rates"] for w in counted if w["ceiling_rates"]]  # all if none of theirs
-        or [w["ceiling_rates"] for w in workers if w["ceiling_rates"]], plan["ceiling_spec"]))
-    for r in rows + default_rows:
+    ceilings = ceilings_and_ridge(given, combine_ceilings(counted, workers, plan["ceiling_spec"]))
+    for r in rows + default_rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    conditions = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
-                           windows)
+    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows)
     results = results_record(cfg, hardware, threads, blas, [dflt] + workers, left_out, started,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
-                             analysis=analysis, conditions=conditions)  # Block F
+                             analysis=analysis, conditions=cond)  # Block F
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
              "manifest.json": to_json(make_manifest(results, argv)),
              "roofline.png": png_bytes(plot_roofline(results))}
@@ -1090,18 +1056,15 @@ def cpu_identity(cpuinfo):
     """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
     from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
     info = {}
-    for ln in cpuinfo.splitlines():
-        key, _, value = ln.partition(":")
+    for key, _, value in (ln.partition(":") for ln in cpuinfo.splitlines()):
         info.setdefault(key.strip(), value.strip())
     name = info.get("model name") or info.get("Model") or info.get("Hardware")
     ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
              "family": info.get("cpu family"), "model": info.get("model")}
-    try:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
         if platform.system() == "Darwin":
             name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
                                   capture_output=True, timeout=5).stdout.strip() or name
-    except (OSError, subprocess.SubprocessError):
-        pass
     if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
         ident = {"vendor": m[3], "family": m[1], "model": m[2]}
     return {"cpu_model": name or platform.processor() or "unknown",
@@ -1198,14 +1161,12 @@ def machine_facts():
         "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
-        "cpufreq_at_start": freq, "unavailable": unavailable,
-    }
+        "cpufreq_at_start": freq, "unavailable": unavailable}
 
 
 def blas_info():
-    return [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer",
-                                  "architecture", "filepath")}
-            for p in threadpool_info() if p.get("user_api") == "blas"]
+    keys = "internal_api version num_threads threading_layer architecture filepath".split()
+    return [{k: p.get(k) for k in keys} for p in threadpool_info() if p.get("user_api") == "blas"]
 
 
 def threads_plan(flag, hardware):
@@ -1215,8 +1176,7 @@ def threads_plan(flag, hardware):
     if flag:
         return flag, flag, "flag: --threads"
     if env:
-        first = next(iter(env.values()))
-        asked = int(first) if first.isdigit() else None
+        asked = int(first) if (first := next(iter(env.values()))).isdigit() else None
         return None, asked, "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
     return hardware["physical_cores"], hardware["physical_cores"], "default: one per physical core"
 
@@ -1252,8 +1212,7 @@ def machine_load(own_pids):
     """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
     other readable process by pid, with its name (never its arguments) and start."""
     t = psutil.cpu_times()
-    busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq",
-                                             "interrupt", "dpc"))
+    busy = sum(getattr(t, f, 0.0) for f in "user nice system irq softirq interrupt dpc".split())
     steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
     procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
              for p in psutil.process_iter(["name", "cpu_times", "create_time"])
@@ -1264,7 +1223,7 @@ def machine_load(own_pids):
 
 # ----------------------------------------------------------------------------------------------
 # Timing and the canary: run_for times every batch, watched reads the canary around it,
-# timer_cost_ratio prices the timers; slow and slow_processes say what the canary sets aside.
+# slow says which batches the canary sets aside; timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
@@ -1283,14 +1242,6 @@ CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its o
 BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
                           # reference: above the BLAS part's reading right after a batch
                           # (x1.17 over its reference on the Intel host; why: not tested)
-PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
-                          # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
-                          # figures sat with the others' read <= x1.40 (two hosts, 18 runs); the
-                          # AMD host's slow ones (scores x3) x1.66-2.3 on the BLAS part
-PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
-                          # processes ran the BLAS part x2; the median was theirs and kept them
-BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
-                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD)
 
 
 def make_canary():
@@ -1328,17 +1279,6 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, [before, canary["last"]]
 
 
-@contextlib.contextmanager
-def machine_around(rec, canary, MHz):
-    """What the machine did around one sample: page faults (None where the OS counts none) and the
-    canary's cost into its T's record, the clock after it (cpufreq's MHz, if readable) into MHz."""
-    f0, c0 = page_faults(), canary["spent_s"]
-    yield
-    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
-    MHz.extend([sum(now) / len(now)] if (now := cpufreq_MHz()) else [])
-
-
 def canary_quantile(readings, q):
     """Per part, the q-quantile of a process's canary readings around its samples (at
     CANARY_REFERENCE: its reference, the fast side its batches are judged against); not those
@@ -1361,40 +1301,42 @@ def slow(batch):
     return batch["canary_ratio"] > BATCH_SLOW
 
 
-def slow_processes(workers):
-    """Processes slow for their whole life (their own reference cannot see it): a canary part over
-    PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
-    out = {}
-    for i, w in enumerate(workers):
-        others = workers[:i] + workers[i + 1:]
-        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
-                                             PEER_QUANTILE))
-                  for p, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
-                               "other_ratio": min(ratios.values())}
-    return out
+@contextlib.contextmanager
+def machine_around(rec, canary, MHz):
+    """What the machine did around one sample: page faults (None where the OS counts none) and the
+    canary's cost into its T's record, the clock after it (cpufreq's MHz, if readable) into MHz."""
+    f0, c0 = page_faults(), canary["spent_s"]
+    yield
+    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
+    rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
+    MHz.extend([sum(now) / len(now)] if (now := cpufreq_MHz()) else [])
 
 
-def judge_processes(dflt, workers):
-    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
-    for w in [dflt] + workers:
-        w["canary_reference"] = canary_quantile(w["canary_readings"], CANARY_REFERENCE)
-        mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(workers)
-    return left_out, [w for w in workers if w["label"] not in left_out]
-
-
-def timer_cost_ratio(x, mha, mask, n, pair):
-    """What the timers cost: m timed over m untimed forwards (m a small share of the
-    sample's n), back to back in an order that alternates with the pair's index."""
-    m, now, secs = max(1, int(n * TIMER_PAIR_SHARE)), time.perf_counter_ns, {}
-    for f in (attention_forward_timed, attention_forward)[::1 if pair % 2 else -1]:
-        t0 = now()
-        for _ in range(m):
+def timer_cost_ratio(x, mha, mask, m, first):
+    """What the timers cost: m timed forwards, each beside an untimed one, the pair's order
+    alternating forward by forward (a drift slows both alike); the median of m timed/untimed."""
+    now, pair = time.perf_counter_ns, (attention_forward_timed, attention_forward)
+    ratios = []
+    for j in range(m):
+        secs = {}
+        for f in pair[::1 if (first + j) % 2 else -1]:
+            t0 = now()
             f(x, mha, mask)
-        secs[f] = now() - t0
-    return secs[attention_forward_timed] / secs[attention_forward]
+            secs[f] = now() - t0
+        ratios.append(secs[pair[0]] / secs[pair[1]])
+    return float(np.median(ratios))
+
+
+def after_sample(task, i, forward_args, rec, canary):
+    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
+    forwards (timer_pairs: the warm workers); in a one-thread round, the same sample on one BLAS
+    thread, for threading_windows."""
+    if task["timer_pairs"]:
+        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
+        rec["timer_ratios"].append(timer_cost_ratio(*forward_args, m, i))
+    if i in task["one_thread_rounds"]:
+        rec["one_thread"].append({**sample_forwards(*forward_args, task["min_time"], canary, 1),
+                                  "after": len(rec["samples"]) - 1})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1451,9 +1393,8 @@ def copy_levels(hardware, dram_bytes=None):
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
                      "shared": size == llc} for name, size in sorted(caches.items())}
     dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
-    levels["DRAM"] = {"capacity_bytes": None, "bytes": dram, "shared": True,
-                      "past_llc": dram > llc, "check_bytes": dram // 2}
-    return levels
+    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
+                              "past_llc": dram > llc, "check_bytes": dram // 2}}
 
 
 def time_ceilings(spec, min_time):
@@ -1471,8 +1412,7 @@ def time_ceilings(spec, min_time):
             halves = [b[:lv["check_bytes"] // 8] for b in buffers]
             out["copy_check"][name] = copy_rates(halves, cpus, spec["cache_reps"], min_time)
         buffers = halves = None  # freed before the next level's are made: one at a time
-    out["matmul"] = matmul_rates(spec["matmul_n"], spec["reps"], min_time)
-    return out
+    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)}
 
 
 def rate_estimate(runs, key):
@@ -1492,9 +1432,13 @@ def copy_estimate(runs):
             "GBps_1thread": one["GBps"], "GBps_all_threads": alls and alls["GBps"]}
 
 
-def combine_ceilings(rates_by_worker, spec):
-    """The measured ceilings, and what the levels say of themselves: a plateau (DRAM's two sizes
-    within PLATEAU), a small copy slower than a larger level's. Beta: the larger DRAM copy's."""
+def combine_ceilings(counted, workers, spec):
+    """The measured ceilings, from the repeats of the processes that feed the figures (of all the
+    warm ones if none of those timed any), and what the levels say of themselves: a plateau
+    (DRAM's two sizes within PLATEAU), a small copy slower than a larger level's. Beta: the larger
+    DRAM copy's."""
+    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
+        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
@@ -1512,8 +1456,7 @@ def combine_ceilings(rates_by_worker, spec):
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
             "pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-            "pi_repeats": pi["repeats"],
-            "copy_threads": spec["copy_threads"], "levels": levels,
+            "pi_repeats": pi["repeats"], "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": n / 6}}
 
 
@@ -1522,7 +1465,7 @@ def combine_ceilings(rates_by_worker, spec):
 # same call in cache and a copy of the pass's bytes (why they cost what they do:
 # controlled comparisons, never inputs to the figures they test).
 
-CALL_MIN_TIME = 0.003     # each batch of the steps' comparisons lasts this long at least
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
 CALL_REPEATS = 3          # each batch this many times, in turn, the fastest kept (noise adds)
 
 
@@ -1616,10 +1559,9 @@ def worker_job(task):
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
             MHz = []
-            by_T = take_samples(task, mha, canary, MHz)
-            sampled = {"by_T": by_T, "started": started, "sampling_s": time.perf_counter() - t0,
-                       "preempted": None if switches is None else preemptions() - switches,
-                       "MHz": MHz}
+            sampled = {"by_T": take_samples(task, mha, canary, MHz), "started": started,
+                       "sampling_s": time.perf_counter() - t0, "MHz": MHz,
+                       "preempted": None if switches is None else preemptions() - switches}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
             calls = {str(T): calls_at(T, task, mha, canary) for T in task["pass_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
@@ -1684,7 +1626,7 @@ def make_plan(args, hardware, threads):
     """Everything the workers will do, fixed before the first starts (default-heap worker first)."""
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
-    n_warm = min(args.workers or prof["workers"], per_T)
+    n_warm = min(args.workers or prof["worker_count"], per_T)
     rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
@@ -1705,7 +1647,7 @@ def make_plan(args, hardware, threads):
                    "ceiling_spec": spec if i < ceiling_workers else None,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"workers": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
+    return {"worker_count": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
             "one_thread_rounds": one_thread_rounds,
             "default_heap_samples": dflt_task["samples_each_T"], "ceiling_spec": spec,
             "tasks": [dflt_task] + warm_tasks}
@@ -1733,11 +1675,20 @@ def spawn_all(plan, in_process):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: each check a value against a limit, ok True, False or None (not made here);
-# "quiet" only if none failed. A failed check says what happened and what to do, from what the
-# run measured, never more. Its limits are chosen: each says what it bounds.
+# The run's verdict: the processes the canary leaves out; each check a value against a limit, ok
+# True, False or None (not made here); "quiet" only if none failed. A failed check says what
+# happened and what to do, from what the run measured, never more. Its limits are chosen: each
+# says what it bounds.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
+PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
+                          # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
+                          # figures sat with the others' read <= x1.40 (two hosts, 18 runs); the
+                          # AMD host's slow ones (scores x3) x1.66-2.3 on the BLAS part
+PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
+                          # processes ran the BLAS part x2; the median was theirs and kept them
+BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
+                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD)
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
@@ -1840,6 +1791,29 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
                 *remedy, basis=basis)}
 
 
+def slow_processes(workers):
+    """Processes slow for their whole life (their own reference cannot see it): a canary part over
+    PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
+    out = {}
+    for i, w in enumerate(workers):
+        others = workers[:i] + workers[i + 1:]
+        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
+                                             PEER_QUANTILE))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
+                               "other_ratio": min(ratios.values())}
+    return out
+
+
+def judge_processes(dflt, workers):
+    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
+    for w in [dflt] + workers:
+        w["canary_reference"] = canary_quantile(w["canary_readings"], CANARY_REFERENCE)
+        mark_batches(w, w["canary_reference"])
+    left_out = slow_processes(workers)
+    return left_out, [w for w in workers if w["label"] not in left_out]
+
 
 def canary_checks(rows, workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
@@ -1900,10 +1874,9 @@ def cooperation_finding(windows, threads_ran):
             "this machine (they may sit apart on the host, or be shared)", "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
-                "scores and av move with it, so compare such a run only with other one-thread "
-                "runs" if ratio > 1 else "one thread was not faster in the same windows, so this "
-                "run does not back OMP_NUM_THREADS=1: say in your README that the threads barely "
-                "help here")}
+                "scores and av move with it, so compare such a run only with other one-thread runs"
+                if ratio > 1 else "one thread was not faster in the same windows, so this run does "
+                "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
 def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
@@ -1936,8 +1909,7 @@ MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much:
 def load_results(arg):
     """A results.json of this lab (or its folder), else a one-line UsageError. What --replot and
     --compare read is not checked key by key: main turns a key it lacks into one line."""
-    path = Path(arg)
-    path = path / "results.json" if path.is_dir() else path
+    path = Path(arg, "results.json") if Path(arg).is_dir() else Path(arg)
     try:
         res = json.loads(path.read_text())
         if res["experiment"] != "15-attention-perf" or not res["sweep"]:
@@ -1955,15 +1927,14 @@ def compare_rows(a, b, Ts):
     (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
-    for T in Ts:
-        for op in OPS:
-            oa, ob = (row_at(res["sweep"], T)["ops"][op] for res in (a, b))
-            band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
-            ratio = ob["time_s"] / oa["time_s"]
-            rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
-                         "ratio": ratio, "share_pp": 100 * (ob["time_share"] - oa["time_share"]),
-                         "noise_band": band, "change": "slower" if ratio > band else
-                         "faster" if ratio < 1 / band else "same"})
+    for T, op in itertools.product(Ts, OPS):
+        oa, ob = (row_at(res["sweep"], T)["ops"][op] for res in (a, b))
+        band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
+        ratio = ob["time_s"] / oa["time_s"]
+        rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
+                     "ratio": ratio, "share_pp": 100 * (ob["time_share"] - oa["time_share"]),
+                     "noise_band": band, "change": "slower" if ratio > band else
+                     "faster" if ratio < 1 / band else "same"})
     return rows
 
 
@@ -2036,8 +2007,7 @@ def compare(arg_a, arg_b, out):
     print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
           "differs: the differences below may be the code's, or noise" if c["same_state"] else
           "machine facts or run conditions differed, so the differences below are not only "
-          "the code's: " + "; ".join(
-              c["state_signals"])))
+          "the code's: " + "; ".join(c["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
@@ -2179,10 +2149,9 @@ def report(results, out):
           f"run conditions: {results['conditions']['verdict']}")
     if out.resolve() != HERE and (HERE / "results.json").is_file():  # the reference run's folder
         here = Path.cwd().resolve()
-        shown = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
+        perf, ref, new = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
             Path(__file__).resolve(), HERE / "results.json", out.resolve())]
-        print("\nto set this run beside the committed one:\n  python {} --compare {} {}".format(
-            *shown))
+        print(f"\nto set this run beside the committed one:\n  python {perf} --compare {ref} {new}")
 
 
 def main(argv=None):
@@ -2221,13 +2190,9 @@ def main(argv=None):
     return code
 
 
-def interrupted(signum, frame):
-    """A kill (SIGTERM) ends a run as Ctrl-C does: the worker is killed and reaped, nothing left."""
-    raise KeyboardInterrupt
-
-
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, interrupted)
+    # A kill (SIGTERM) ends a run as Ctrl-C does: the worker is killed and reaped, nothing left.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # it raises KeyboardInterrupt
     try:
         sys.exit(main())
     except BrokenPipeError:  # `perf.py | head`: the reader left early; the files are written
