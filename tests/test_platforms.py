@@ -6,6 +6,7 @@ import collections
 import itertools
 import json
 import platform
+import re
 
 import numpy as np
 import psutil
@@ -133,6 +134,16 @@ def test_threads_asked_by_flag_environment_or_default(monkeypatch):
     assert perf.threads_plan(2, hw)[:2] == (2, 2)  # the flag wins
 
 
+def kernels(monkeypatch, current):
+    """numpy's opt_func_info (numpy >= 2.1) on a simulated machine: each ufunc's float32 kernel
+    in `current`, the query's regex honoured as numpy does."""
+    introspect = getattr(np.lib, "introspect", None)
+    if getattr(introspect, "opt_func_info", None) is not None:
+        monkeypatch.setattr(introspect, "opt_func_info", lambda names, dtype: {
+            n: {"ff": {"current": k, "available": f"baseline {k}"}} for n, k in current.items()
+            if re.search(names, n)})
+
+
 WindowsTimes = collections.namedtuple("scputimes", "user system idle interrupt dpc")
 WindowsMemory = collections.namedtuple("pmem", "rss vms num_page_faults")
 
@@ -153,9 +164,13 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
         return WindowsMemory(rss, rss, next(faults))
     memory_info.__dict__.update(real_info.__dict__)  # psutil's oneshot cache hooks
     monkeypatch.setattr(psutil.Process, "memory_info", memory_info)
-    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # an i5-8250U's features
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # an i5-8250U's numpy
     monkeypatch.setattr(umath, "__cpu_features__", {"SSE2": True, "AVX2": True, "FMA3": True,
                                                     "AVX512F": False, "ASIMD": False})
+    monkeypatch.setattr(umath, "__cpu_baseline__", ["SSE", "SSE2", "SSE3"])
+    monkeypatch.setattr(umath, "__cpu_dispatch__", ["SSE41", "AVX2", "FMA3", "AVX512F"])
+    kernels(monkeypatch, {"add": "AVX2", "maximum": "AVX2", "subtract": "AVX2", "exp": "AVX2",
+                          "divide": "AVX2", "sqrt": "AVX2"})
     res, man, _ = run(tmp_path, capsys)
     hw = res["hardware"]
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
@@ -164,6 +179,9 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
     assert hw["cpu_governor_at_run"] == "unavailable" and hw["caches"] == {}
     assert (hw["vendor"], hw["family"], hw["model"]) == ("GenuineIntel", 6, 142)
     assert hw["simd_flags"] == ["SSE2", "AVX2", "FMA3"]  # those numpy found, in its order
+    assert hw["numpy_dispatch_supported"] == ["AVX2", "FMA3"]  # of its targets, those found
+    assert hw["numpy_softmax_kernels"] in (None, dict.fromkeys(  # numpy < 2.1: None
+        ("add", "maximum", "subtract", "exp", "divide"), "AVX2"))
     assert res["heap"]["mode"] == "default" and "not glibc" in res["heap"]["control"]
     assert res["conditions"]["checks"]["steal_fraction"]["ok"] is None
     assert "steal_fraction" in res["conditions"]["unknown"]
@@ -210,11 +228,8 @@ def apple_silicon(monkeypatch, tmp_path):
         "ASIMDDP": True, "ASIMDFHM": True, "SVE": False, "AVX2": False, "AVX512F": False})
     monkeypatch.setattr(umath, "__cpu_baseline__", ["NEON", "NEON_FP16", "NEON_VFPV4", "ASIMD"])
     monkeypatch.setattr(umath, "__cpu_dispatch__", ["ASIMDHP", "ASIMDDP", "ASIMDFHM", "SVE"])
-    introspect = getattr(np.lib, "introspect", None)
-    if getattr(introspect, "opt_func_info", None) is not None:
-        monkeypatch.setattr(introspect, "opt_func_info", lambda names, dtype: {
-            n: {"ff": {"current": "ASIMD" if n == "exp" else "baseline(NEON)"}}
-            for n in ("add", "maximum", "subtract", "exp", "divide")})
+    kernels(monkeypatch, {"add": "baseline(NEON)", "maximum": "baseline(NEON)", "exp": "ASIMD",
+                          "subtract": "baseline(NEON)", "divide": "ASIMD", "log": "ASIMDHP"})
     monkeypatch.setattr(perf, "blas_info", lambda: [])
 
 
@@ -225,8 +240,9 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
     assert (hw["machine"], hw["cpu_model"], hw["physical_cores"], hw["smt"]) == (
         "arm64", "Apple M2 Pro", 10, False)
     assert not any("AVX" in f or "X86" in f for f in hw["simd_flags"] + hw["numpy_baseline"])
-    kernels = hw["numpy_softmax_kernels"]
-    assert kernels is None or kernels["exp"] in ("ASIMD", "ASIMDHP", "ASIMDDP")  # no SVE here
+    assert hw["numpy_softmax_kernels"] in (None, {  # the softmax's five ufuncs, none other
+        "add": "baseline(NEON)", "maximum": "baseline(NEON)", "subtract": "baseline(NEON)",
+        "exp": "ASIMD", "divide": "ASIMD"})
     # What a Mac cannot tell: the hypervisor's steal, the preemptions, the governor; unknown.
     assert {"steal_fraction", "preemptions_per_s", "governor_or_turbo_changed"} <= set(
         res["conditions"]["unknown"])

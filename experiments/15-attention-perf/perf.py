@@ -299,13 +299,13 @@ def pool_T(T, parts, min_time):
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
     kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in parts}
     feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
-    basis = [s for w in feeding.values() for s in w]
+    in_figures = [s for w in feeding.values() for s in w]
     with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
     faults = [p["faults"] for p in parts]
     ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
     row = {"T": T, "sample_count": len(samples), "worker_count": len(parts), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "processes": list(feeding), "samples_in_figures": len(basis),
+           "processes": list(feeding), "samples_in_figures": len(in_figures),
            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
            "samples_set_aside": len(aside),
            "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
@@ -319,7 +319,7 @@ def pool_T(T, parts, min_time):
            "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
            "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
-                                              for s in basis])),
+                                              for s in in_figures])),
            "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
         row.update(timer_pair_count=len(pair_ratios),
@@ -399,8 +399,8 @@ def footer(fig, res, marks, protocol):
     and the widest process groups, in short lines. Returns the share of the figure it takes."""
     hw, cfg, cond, est = res["hardware"], res["config"], res["conditions"], res["estimators"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    counts = sorted({len(r.get("processes", [])) for r in res["sweep"]})  # per T (none: older)
-    groups = max(cond.get("findings", {}).get("process_groups", []), default=None,
+    counts = sorted({len(r["processes"]) for r in res["sweep"]})  # per T
+    groups = max(cond["findings"]["process_groups"], default=None,
                  key=lambda g: g["groups"][1][0] / g["groups"][0][0])
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
@@ -415,7 +415,7 @@ def footer(fig, res, marks, protocol):
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  for r in res["sweep"]) + "".join(
                  f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
-                 for k, v in res.get("canary", {}).get("left_out", {}).items()) + f"; {protocol}",
+                 for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])
              + (f"; processes in two groups, {groups_text(groups)}" if groups else "")]
@@ -725,12 +725,13 @@ def plot_roofline(res):
            ylabel="GFLOPS (the lab's FLOPs / time_s)")
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
+    reps = [lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM"]
+    caches = f"; a cache level's of {min(reps)}" if reps else ""  # none known: DRAM alone
     low = footer(fig, res, "rings", "roofs: " + (
         f"beta and pi the {100 * res['estimators']['ceiling_quantile']:.0f}th percentile of "
-        f"{c['beta_repeats']} and "
-        f"{c['pi_repeats']} repeats, each >= {res['config']['min_time_s'] * 1e3:g} ms; a cache "
-        f"level's of {min(lv.get('repeats', 0) for k, lv in c['levels'].items() if k != 'DRAM')}"
-        if c["source"] == "measured" else c["depends_on"]))
+        f"{c['beta_repeats']} and {c['pi_repeats']} repeats, each >= "
+        f"{res['config']['min_time_s'] * 1e3:g} ms{caches}" if c["source"] == "measured"
+        else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
 
@@ -932,9 +933,8 @@ def make_manifest(results, argv):
     return {
         "experiment": "15-attention-perf", "date": results["date"], "seed": cfg["seed"],
         "versions": results["versions"], "depends_on": c["depends_on"],
-        "config": {k: cfg[k] for k in ("d_model", "n_heads", "T_sweep", "d_head", "samples_per_T",
-                                       "min_time_s", "quick", "blas_threads", "workers")}
-        | {"heap": results["heap"]["mode"]},
+        "config": {k: cfg[k] for k in "d_model n_heads T_sweep d_head samples_per_T min_time_s "
+                   "quick blas_threads workers".split()} | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
         "results_summary_definitions": {  # time_s: results.json's definitions
             "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the ops' sum)",
@@ -985,9 +985,8 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
         "hardware": hardware, "threads": threads, "heap": workers[-1]["heap"],  # a warm one's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{k: w[k] for k in ("label", "pid", "started", "ended", "sampling_s",
-                                                 "preempted", "cpu_s", "peak_rss_MiB")}
-                             for w in workers],
+        "worker_processes": [{k: w[k] for k in "label pid started ended sampling_s preempted "
+                              "cpu_s peak_rss_MiB".split()} for w in workers],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in workers) or None},
         "canary": {"reference_s": [w["canary_reference"] for w in workers],
@@ -1222,8 +1221,8 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and the canary: run_for times every batch, watched reads the canary around it,
-# slow says which batches the canary sets aside; timer_cost_ratio prices the timers.
+# Timing and the canary: run_for times every batch, watched reads the canary around it and
+# mark_batches rates each batch against it; timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
@@ -1237,11 +1236,8 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
 
 
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
-# whose canary, read before and after it, ran slow is set aside from the figures.
+# whose canary, read before and after it, ran slow is set aside from the figures (slow, below).
 CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
-BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
-                          # reference: above the BLAS part's reading right after a batch
-                          # (x1.17 over its reference on the Intel host; why: not tested)
 
 
 def make_canary():
@@ -1297,10 +1293,6 @@ def mark_batches(worker, reference):
         batch["canary_ratio"] = ratios[batch["canary_part"]]
 
 
-def slow(batch):
-    return batch["canary_ratio"] > BATCH_SLOW
-
-
 @contextlib.contextmanager
 def machine_around(rec, canary, MHz):
     """What the machine did around one sample: page faults (None where the OS counts none) and the
@@ -1315,15 +1307,15 @@ def machine_around(rec, canary, MHz):
 def timer_cost_ratio(x, mha, mask, m, first):
     """What the timers cost: m timed forwards, each beside an untimed one, the pair's order
     alternating forward by forward (a drift slows both alike); the median of m timed/untimed."""
-    now, pair = time.perf_counter_ns, (attention_forward_timed, attention_forward)
+    now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
     ratios = []
     for j in range(m):
         secs = {}
-        for f in pair[::1 if (first + j) % 2 else -1]:
+        for f in forwards[::1 if (first + j) % 2 else -1]:
             t0 = now()
             f(x, mha, mask)
             secs[f] = now() - t0
-        ratios.append(secs[pair[0]] / secs[pair[1]])
+        ratios.append(secs[forwards[0]] / secs[forwards[1]])
     return float(np.median(ratios))
 
 
@@ -1642,28 +1634,26 @@ def make_plan(args, hardware, threads):
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "timer_pairs": True, "samples_each_T": rounds,
-                   "one_thread_rounds": one_thread_rounds,
-                   "ceiling_spec": spec if i < ceiling_workers else None,
+                   "samples_each_T": rounds, "ceiling_spec": spec if i < ceiling_workers else None,
+                   "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
     return {"worker_count": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
-            "one_thread_rounds": one_thread_rounds,
-            "default_heap_samples": dflt_task["samples_each_T"], "ceiling_spec": spec,
-            "tasks": [dflt_task] + warm_tasks}
+            "one_thread_rounds": one_thread_rounds, "tasks": [dflt_task] + warm_tasks,
+            "default_heap_samples": dflt_task["samples_each_T"], "ceiling_spec": spec}
 
 
 def spawn_all(plan, in_process):
     """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
     the machine's load before and after them, this run's own CPU seconds in between)."""
-    start, timeout, done = time.perf_counter(), WORKER_TIMEOUT_S, []
+    start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     load, own0 = [machine_load({os.getpid()})], own()
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
             f"{task['T_sweep']}")
-        done.append(spawn_one(task, in_process, timeout))
+        done.append(spawn_one(task, in_process, WORKER_TIMEOUT_S))
         if n == 0:  # from here, the warm workers' pace gives the time left
             t1 = time.perf_counter()
         left = (time.perf_counter() - t1) / max(1, n) * (len(plan["tasks"]) - n - 1)
@@ -1675,11 +1665,14 @@ def spawn_all(plan, in_process):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: the processes the canary leaves out; each check a value against a limit, ok
-# True, False or None (not made here); "quiet" only if none failed. A failed check says what
-# happened and what to do, from what the run measured, never more. Its limits are chosen: each
-# says what it bounds.
+# The run's verdict: the samples and processes the canary sets aside; each check a value against
+# a limit, ok True, False or None (not made here); "quiet" only if none failed. A failed check
+# says what happened and what to do, from what the run measured, never more. Its limits are
+# chosen: each says what it bounds.
 
+BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
+                          # reference: above the BLAS part's reading right after a batch
+                          # (x1.17 over its reference on the Intel host; why: not tested)
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
                           # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
@@ -1725,15 +1718,15 @@ def others_by_name(before, after):
 
 
 def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_procs):
-    """What others did: CPU use past the cores the run left free (a browser on a spare core
-    harms nothing), the hypervisor's steal, the workers' preemptions over all their sampling."""
+    """What others did: CPU use past the cores the run left free (a program on a spare core is
+    allowed: a choice), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
     others_cpus = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
-    counted = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
-    rate = sum(p for p, _ in counted) / sum(s for _, s in counted) if counted else None
+    sampled = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
+    rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
              "close " + ", ".join(n for n, _ in named)) if named else (
@@ -1789,6 +1782,11 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
             "clock_drop": make_check(
                 drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
                 *remedy, basis=basis)}
+
+
+def slow(batch):
+    """A batch the canary sets aside from the figures (mark_batches gave it canary_ratio)."""
+    return batch["canary_ratio"] > BATCH_SLOW
 
 
 def slow_processes(workers):
