@@ -271,7 +271,7 @@ def process_groups(estimates):
 
 
 def process_estimate(samples):
-    """A process's estimate of an op: the PROCESS_QUANTILE of its samples' times (noise adds)."""
+    """A process's estimate of an op: the PROCESS_QUANTILE of its times (noise assumed to add)."""
     return float(np.percentile(samples, 100 * PROCESS_QUANTILE))
 
 
@@ -475,7 +475,7 @@ def plot_perf(res):
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
     ax.set_ylabel("time per forward (ms)")
-    ax.set_title("Time per forward (bars); with glibc's default heap (hatched)", fontsize=11)
+    ax.set_title("Time per forward (bars); with the default heap (hatched)", fontsize=11)
     for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
         bottom = np.zeros(len(rows))
         for op in OPS:
@@ -492,7 +492,7 @@ def plot_perf(res):
     fig.suptitle(f"Naive numpy multi-head attention, d_model={cfg['d_model']}, "
                  f"{cfg['n_heads']} heads, d_k={cfg['d_head']}", fontsize=12)
     handles = [Patch(color=COLORS[op], label=op) for op in OPS] + [Patch(fill=False, hatch="///",
-        edgecolor="0.45", label="the same forward, glibc's default heap (page faults per forward)")]
+        edgecolor="0.45", label="the same forward, the default heap (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
@@ -990,7 +990,7 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in workers) or None},
         "canary": {"reference_s": [w["canary_reference"] for w in workers],
-                   "reference_quantile": CANARY_REFERENCE, "batch_slow_ratio": BATCH_SLOW,
+                   "reference_quantile": REFERENCE_QUANTILE, "batch_slow_ratio": BATCH_SLOW,
                    "process_slow_ratio": PROCESS_SLOW, "peer_quantile": PEER_QUANTILE,
                    "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
@@ -1083,9 +1083,9 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz():
-    """One cpufreq reading (MHz) per CPU from Linux's sysfs; [] where there is none (a VM)."""
-    return [int(v) // 1000 for p in sorted(SYSROOT.glob(CPUFREQ))
+def cpufreq_MHz(cpus=None):
+    """Each CPU's cpufreq reading (MHz; `cpus`: their folders, else all) from sysfs; [] in a VM."""
+    return [int(v) // 1000 for p in cpus or sorted(SYSROOT.glob(CPUFREQ))
             if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
@@ -1097,7 +1097,7 @@ def cpufreq_settings():
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
             "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in cpus} - {None}))
-            or None, "cur_MHz": sorted(set(cpufreq_MHz())) or None,
+            or None, "cur_MHz": sorted(set(cpufreq_MHz(cpus))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
 
@@ -1199,7 +1199,7 @@ def threads_warning(threads):
     parts = []
     if asked not in (None, ran):
         parts.append(f"{asked} BLAS threads were asked for ({threads['source']}) and {ran} ran"
-                     + " (BLAS caps them at the CPUs)" * (ran == threads["logical_cpus"] < asked))
+                     + " (as many as the CPUs)" * (ran == threads["logical_cpus"] < asked))
     if ran != cores:
         parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
                      "share a core; " * (ran > cores) + "the lab asks for one thread per core "
@@ -1225,7 +1225,7 @@ def machine_load(own_pids):
 # mark_batches rates each batch against it; timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
-    """Calls fn back to back until min_time has passed: (calls, seconds). timeit's autorange,
+    """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
     applied to every batch: none lasts less than min_time, whatever the machine does."""
     limit, n, t0 = min_time * 1e9, 0, now()
     while True:
@@ -1237,7 +1237,7 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
 
 # The canary: a small fixed workload read between every two timed batches of a worker; a batch
 # whose canary, read before and after it, ran slow is set aside from the figures (slow, below).
-CANARY_REFERENCE = 0.10   # a process's canary reference: this quantile of its own readings
+REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 
 
 def make_canary():
@@ -1277,7 +1277,7 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 def canary_quantile(readings, q):
     """Per part, the q-quantile of a process's canary readings around its samples (at
-    CANARY_REFERENCE: its reference, the fast side its batches are judged against); not those
+    REFERENCE_QUANTILE: its reference, the fast side its batches are judged against); not those
     after the calls' small batches, which read faster (measured): the samples' would look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
@@ -1337,7 +1337,7 @@ def after_sample(task, i, forward_args, rec, canary):
 # repeats, like the ops.
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (interference slows)
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has no roof of its
                              # own (numpy's per-call cost would explain it: not measured)
@@ -1409,7 +1409,7 @@ def time_ceilings(spec, min_time):
 
 def rate_estimate(runs, key):
     """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, the CEILING_QUANTILE
-    (the fast side: interference only slows a repeat); its CONFIDENCE interval beside."""
+    (the fast side: interference is assumed only to slow a repeat); its CONFIDENCE interval."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
@@ -1458,7 +1458,7 @@ def combine_ceilings(counted, workers, spec):
 # controlled comparisons, never inputs to the figures they test).
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_REPEATS = 3          # each batch this many times, in turn, the fastest kept (noise adds)
+CALL_REPEATS = 3          # every batch this often in turn; the fastest kept (assumed: noise adds)
 
 
 def scores_steps(Q, K, h):
@@ -1504,14 +1504,14 @@ def calls_at(T, task, mha, canary):
                     (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    rec = {"in_cache_rows": n_rows, "in_cache_bytes": row_bytes * n_rows}
+    out = {"in_cache_rows": n_rows, "in_cache_bytes": row_bytes * n_rows}
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
-        rec.setdefault(name, {})[kind] = math.inf
+        out.setdefault(name, {})[kind] = math.inf
     for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
         n, batch_s, _ = watched(fn, CALL_MIN_TIME, canary)
-        rec[name][kind] = min(rec[name][kind], batch_s / n)
-    return rec
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1741,16 +1741,16 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
                 "quote ratios or set runs side by side with --compare", "rerun later"),
             "preemptions_per_s": make_check(
                 rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
-                f"while sampling (limit {PREEMPT_LIMIT}): other processes took their CPUs",
+                f"while sampling (limit {PREEMPT_LIMIT}): something else ran on their CPUs",
                 *close)}
 
 
 def clock_checks(freq_start, freq_end, workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
-    last (a 15 W laptop leaves turbo when its power budget runs out): cpufreq's MHz, else both
-    canary parts' fast side, the smaller fall (a clock slows both; a process can run one part
-    slower all its life: compute x1.3, Intel host). On a VM the remedy says the canary cannot
-    tell the clock from the shared host."""
+    last (a 15 W laptop can leave turbo when its power budget runs out): cpufreq's MHz, else both
+    canary parts' fast side, the smaller fall (a slower clock would slow both; a process can run
+    one part slower all its life: compute x1.3, Intel host). On a VM the remedy says the canary
+    cannot tell the clock from the shared host."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1772,8 +1772,8 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
               "-g performance), then rerun; on a shared machine, rerun later",
               "AC power, performance governor")
     host = basis == "canary" and virtualized
-    why = ("the later samples ran slower: on a VM, the shared host or its clock" if host else
-           "the later samples ran slower: on a laptop, turbo can end as its power budget runs out")
+    why = ("the later canary readings ran slower: on a VM, the shared host or its clock" if host
+           else "the clock fell: on a laptop, turbo can end as its power budget runs out")
     remedy = ("a shared host: rerun later, and set the runs side by side with --compare",
               "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
@@ -1807,7 +1807,7 @@ def slow_processes(workers):
 def judge_processes(dflt, workers):
     """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
     for w in [dflt] + workers:
-        w["canary_reference"] = canary_quantile(w["canary_readings"], CANARY_REFERENCE)
+        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_batches(w, w["canary_reference"])
     left_out = slow_processes(workers)
     return left_out, [w for w in workers if w["label"] not in left_out]
@@ -1902,6 +1902,7 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
 
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
+CEILING_LIMIT = 1.10      # --compare: pi or the ridge this much apart: the runs' stories differ
 
 
 def load_results(arg):
@@ -1957,8 +1958,8 @@ def compare_facts(a, b, T):
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
          True, MACHINE_LIMIT, None),
         ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, MACHINE_LIMIT, None),
-        ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], False, 1 + PLATEAU, None),
-        ("ridge (FLOP/byte)", lambda r: r["ceilings"]["ridge"], False, 1 + PLATEAU, None)]
+        ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], False, CEILING_LIMIT, None),
+        ("ridge (FLOP/byte)", lambda r: r["ceilings"]["ridge"], False, CEILING_LIMIT, None)]
     facts += [(f"dominant op at T={t}", lambda r, t=t: r["analysis"]["dominant_op_per_T"].get(
         str(t)), False, None, None) for t in (x["T"] for x in a["sweep"]) if t <= T]
     facts += [(f"{op}, class per T", lambda r, op=op: " ".join(
