@@ -114,8 +114,11 @@ def which_beta(r):
     size = f"a **{dram['bytes'] >> 20}** MiB copy's rate"
     if dram["plateau"]:
         return (f"β is two threads copying **{dram['bytes'] >> 20}** MiB, {'past' if dram['past_llc'] else 'within'} the L3; a **{dram['check_bytes'] >> 20}** MiB "
-                f"copy ran at **{num(dram['GBps_check'], 1)}** GB/s, within {100 * perf.PLATEAU:.0f} %: a plateau, DRAM's "
-                f"(as in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** of the **{WORDS[len(QUIET())]}** quiet reruns). Against it "
+                f"copy ran at **{num(dram['GBps_check'], 1)}** GB/s, within {100 * perf.PLATEAU:.0f} %: a plateau"
+                + ", DRAM's" * dram["past_llc"]
+                + f" (as in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** of the **{WORDS[len(QUIET())]}** quiet reruns)"
+                + f"; both copies fit the {'VM' if r['hardware']['virtualized'] else 'machine'}'s reported L3, so whose plateau"
+                  " it is the run does not tell" * (not dram["past_llc"]) + ". Against it "
                 f"question 2's ratio would be **{pct(Q2_OTHER(r))} %**.")
     other = c["pi_peak_GFLOPS"] / dram["GBps_check"]
     T = perf.threshold_T(r["analysis"]["scores_av_threshold"]["d_k"], other, 2)
@@ -415,7 +418,7 @@ LAB = [
 ]
 
 TOP = [
-    ("but **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
+    ("and **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
     ("against the run's **{}** MiB copy", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
     ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
