@@ -291,19 +291,19 @@ def summarize(by_process):
             "process_groups": process_groups(each)}
 
 
-def pool_T(T, parts, min_time):
+def pool_T(T, records, min_time):
     """One T's row: per op summarize's statistics of the samples the canary kept, from the
     processes that kept any, named (none did: all, figures_from says); what was set aside, the
     samples' length, what the timers and canary cost and miss, the faults; forward_s: ops summed."""
-    samples = [s for p in parts for s in p["samples"]]
+    samples = [s for p in records for s in p["samples"]]
     aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
-    kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in parts}
-    feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in parts}
+    kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in records}
+    feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in records}
     in_figures = [s for w in feeding.values() for s in w]
-    with_one_thread = samples + [s for p in parts for s in p["one_thread"]]
-    faults = [p["faults"] for p in parts]
+    with_one_thread = samples + [s for p in records for s in p["one_thread"]]
+    faults = [p["faults"] for p in records]
     ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
-    row = {"T": T, "sample_count": len(samples), "worker_count": len(parts), "ops": ops,
+    row = {"T": T, "sample_count": len(samples), "worker_count": len(records), "ops": ops,
            "forward_s": sum(ops[op]["time_s"] for op in OPS),
            "processes": list(feeding), "samples_in_figures": len(in_figures),
            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
@@ -313,7 +313,7 @@ def pool_T(T, parts, min_time):
            "all samples: the canary kept none",
            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
            if aside else None,
-           "canary_cost": math.fsum(p["canary_s"] for p in parts) / math.fsum(
+           "canary_cost": math.fsum(p["canary_s"] for p in records) / math.fsum(
                s["batch_s"] for s in samples),
            "forwards_per_sample": [min(forwards), max(forwards)],
            "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
@@ -321,7 +321,7 @@ def pool_T(T, parts, min_time):
            "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
                                               for s in in_figures])),
            "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
-    if pair_ratios := [v for p in parts for v in p["timer_ratios"]]:
+    if pair_ratios := [v for p in records for v in p["timer_ratios"]]:
         row.update(timer_pair_count=len(pair_ratios),
                    **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
     return row
@@ -975,9 +975,9 @@ def write_atomically(out_dir, files):
             raise
 
 
-def results_record(cfg, hardware, threads, blas, workers, left_out, started, **parts):
+def results_record(cfg, hardware, threads, blas, workers, left_out, started, **sections):
     """results.json: config, machine, worker processes, the canary's references and who was left
-    out, and `parts` (ceilings, sweeps, analysis, verdict), with what time_s means."""
+    out, and `sections` (ceilings, sweeps, analysis, verdict), with what time_s means."""
     return {
         "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
@@ -995,7 +995,7 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **p
                    "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
-            "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **parts,
+            "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
         "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
 
 
@@ -1221,8 +1221,8 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and the canary: run_for times every batch, watched reads the canary around it and
-# mark_batches rates each batch against it; timer_cost_ratio prices the timers.
+# Timing and the canary: run_for times every batch, watched reads the canary around it,
+# timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
@@ -1235,9 +1235,8 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
             return n, elapsed * 1e-9
 
 
-# The canary: a small fixed workload read between every two timed batches of a worker; a batch
-# whose canary, read before and after it, ran slow is set aside from the figures (slow, below).
-REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
+# The canary: a small fixed workload read between every two timed batches of a worker; a batch it
+# read slow before and after is set aside from the figures (mark_batches, slow: the verdict's).
 
 
 def make_canary():
@@ -1247,19 +1246,18 @@ def make_canary():
     copy part, tried on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
-    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}
+    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
 
     def read():
         reading = {}
-        for name, (fn, calls) in parts.items():
+        for name, (fn, repeats) in parts.items():
             fn()
             t0 = time.perf_counter_ns()
-            for _ in range(calls):
+            for _ in range(repeats):
                 fn()
             reading[name] = (time.perf_counter_ns() - t0) * 1e-9
         return reading
-    first = read()
-    return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
+    return {"read": read, "last": (first := read()), "readings": [first], "spent_s": 0.0}
 
 
 def watched(fn, min_time, canary, blas_threads=None):
@@ -1273,24 +1271,6 @@ def watched(fn, min_time, canary, blas_threads=None):
     canary["readings"].append(canary["last"])
     canary["spent_s"] += time.perf_counter() - t0
     return n, seconds, [before, canary["last"]]
-
-
-def canary_quantile(readings, q):
-    """Per part, the q-quantile of a process's canary readings around its samples (at
-    REFERENCE_QUANTILE: its reference, the fast side its batches are judged against); not those
-    after the calls' small batches, which read faster (measured): the samples' would look slow."""
-    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
-
-
-def mark_batches(worker, reference):
-    """Each timed batch of a worker's samples gets canary_ratio, its slowest canary part over that
-    part's reference, each part at the faster of its two readings (one reading caught by an
-    interrupt is not a slow spell), and canary_part, which part that was."""
-    for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
-        before, after = batch["canary_pair"]
-        ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
-        batch["canary_part"] = max(ratios, key=ratios.get)
-        batch["canary_ratio"] = ratios[batch["canary_part"]]
 
 
 @contextlib.contextmanager
@@ -1358,10 +1338,10 @@ def copy_rates(buffers, n_threads, reps, min_time):
     on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
     src, dst = buffers
     N = src.size
-    parts = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
+    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) as executor:
         copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
-            (lambda: list(executor.map(lambda p: np.copyto(dst[p], src[p]), parts)))
+            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
         copy()  # untimed: first touch of both buffers, threads started
         return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
 
@@ -1670,6 +1650,7 @@ def spawn_all(plan, in_process):
 # says what happened and what to do, from what the run measured, never more. Its limits are
 # chosen: each says what it bounds.
 
+REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
                           # reference: above the BLAS part's reading right after a batch
                           # (x1.17 over its reference on the Intel host; why: not tested)
@@ -1694,6 +1675,53 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
             "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
             "Darwin": "macOS cannot pin a process to a kind of core: quit other programs, so that "
                       "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
+
+
+def canary_quantile(readings, q):
+    """Per part, the q-quantile of a process's canary readings around its samples (at
+    REFERENCE_QUANTILE: its reference, the fast side its batches are judged against); not those
+    after the calls' small batches, which read faster (measured): the samples' would look slow."""
+    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
+
+
+def mark_batches(worker, reference):
+    """Each timed batch of a worker's samples gets canary_ratio, its slowest canary part over that
+    part's reference, each part at the faster of its two readings (one reading caught by an
+    interrupt is not a slow spell), and canary_part, which part that was."""
+    for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
+        before, after = batch["canary_pair"]
+        ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
+        batch["canary_part"] = max(ratios, key=ratios.get)
+        batch["canary_ratio"] = ratios[batch["canary_part"]]
+
+
+def slow(batch):
+    """A batch the canary sets aside from the figures (mark_batches gave it canary_ratio)."""
+    return batch["canary_ratio"] > BATCH_SLOW
+
+
+def slow_processes(workers):
+    """Processes slow for their whole life (their own reference cannot see it): a canary part over
+    PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
+    out = {}
+    for i, w in enumerate(workers):
+        others = workers[:i] + workers[i + 1:]
+        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
+                                             PEER_QUANTILE))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
+                               "other_ratio": min(ratios.values())}
+    return out
+
+
+def judge_processes(dflt, workers):
+    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
+    for w in [dflt] + workers:
+        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
+        mark_batches(w, w["canary_reference"])
+    left_out = slow_processes(workers)
+    return left_out, [w for w in workers if w["label"] not in left_out]
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1741,7 +1769,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
                 "quote ratios or set runs side by side with --compare", "rerun later"),
             "preemptions_per_s": make_check(
                 rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
-                f"while sampling (limit {PREEMPT_LIMIT}): something else ran on their CPUs",
+                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU",
                 *close)}
 
 
@@ -1772,8 +1800,9 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
               "-g performance), then rerun; on a shared machine, rerun later",
               "AC power, performance governor")
     host = basis == "canary" and virtualized
-    why = ("the later canary readings ran slower: on a VM, the shared host or its clock" if host
-           else "the clock fell: on a laptop, turbo can end as its power budget runs out")
+    fell = "the clock fell" if basis == "cpufreq" else "the later canary readings ran slower"
+    why = fell + (": on a VM, the shared host or its clock" if host else
+                  ": on a laptop, turbo can end as its power budget runs out")
     remedy = ("a shared host: rerun later, and set the runs side by side with --compare",
               "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
@@ -1782,35 +1811,6 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
             "clock_drop": make_check(
                 drop, CLOCK_DROP_LIMIT, f"{what} (speed {-100 * (drop or 0):.0f}%): {why}",
                 *remedy, basis=basis)}
-
-
-def slow(batch):
-    """A batch the canary sets aside from the figures (mark_batches gave it canary_ratio)."""
-    return batch["canary_ratio"] > BATCH_SLOW
-
-
-def slow_processes(workers):
-    """Processes slow for their whole life (their own reference cannot see it): a canary part over
-    PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
-    out = {}
-    for i, w in enumerate(workers):
-        others = workers[:i] + workers[i + 1:]
-        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
-                                             PEER_QUANTILE))
-                  for p, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
-                               "other_ratio": min(ratios.values())}
-    return out
-
-
-def judge_processes(dflt, workers):
-    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
-    for w in [dflt] + workers:
-        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
-        mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(workers)
-    return left_out, [w for w in workers if w["label"] not in left_out]
 
 
 def canary_checks(rows, workers, left_out):
@@ -2075,10 +2075,10 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
     measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    calls = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
+    at_calls = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
         + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"] + a["A"] // 2
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
-    return WORKER_BASE_BYTES + inputs + max(calls, ceilings)
+    return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
 
 
 def refuse_early(args, plan):
