@@ -1859,8 +1859,8 @@ def process_group_findings(rows):
 
 
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av (T deep; scores only d_k) at the largest T, in the same windows?
-    A finding, not a disturbance; one thread advised only if it was faster."""
+    """Do the BLAS threads help av (its products sum over T, scores' over d_k) at the largest T?
+    In the same windows; a finding, not a disturbance; one thread advised only if it was faster."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
