@@ -262,7 +262,10 @@ def op_rerun_row(k, T):
 
 
 LAB = [
-    ("from β itself to **{}** times it:", lambda r, m: num(max(COPY_GBPS(r)) / C(r)["beta_peak_GBps"], 2)),
+    ("and **{}** to", lambda r, m: num(min(COPY_GBPS(r)) / C(r)["beta_peak_GBps"], 2)),
+    ("to **{}** times β itself", lambda r, m: num(max(COPY_GBPS(r)) / C(r)["beta_peak_GBps"], 2)),
+    ("the softmax's ratio would be **{} %**", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"] * C(r)["beta_peak_GBps"]
+                                                 / max(COPY_GBPS(r)))),
     ("(each the {}th percentile of its samples)", lambda r, m: EST(r, "process_quantile")),
     ("other processes' {}th percentile: here", lambda r, m: EST(r, "peer_quantile")),
     ("method; the {}th percentile of repeats", lambda r, m: EST(r, "ceiling_quantile")),
@@ -418,7 +421,7 @@ LAB = [
 ]
 
 TOP = [
-    ("and **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
+    ("rerun; **{} %** against the run's", lambda r, m: pct(Q2_OTHER(r))),
     ("against the run's **{}** MiB copy", lambda r, m: str(LV(r, "DRAM")["check_bytes"] >> 20)),
     ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
@@ -452,6 +455,7 @@ SOLUTION = [
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("(the reference's did from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
+    ("found none; **{}** of its twelve reruns did", lambda r, m: WORDS[sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS)]),
     ("each the 75th percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"])
      if C(r)["beta_repeats"] == C(r)["pi_repeats"] else "?"),
     ("β and π each the {}th percentile", lambda r, m: EST(r, "ceiling_quantile")),
@@ -559,9 +563,9 @@ CLAIMS = [
     (LABR, "across T: at T = 512 their sum", lambda r, m: PASSES_ADD_UP(r)),
     (LABR, "about twice one thread's copy for β", lambda r, m: 1.6 <= min(COPY_GBPS(r)) / LV(r, "DRAM")["GBps_1thread"]
      and max(COPY_GBPS(r)) / LV(r, "DRAM")["GBps_1thread"] <= 2.4),
-    (LABR, "and from β itself to", lambda r, m: 0.95 < min(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] < 1.05),
-    (LABR, "for the softmax, one thread at these sizes, β's roof stands", lambda r, m: 0.95
-     < min(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
+    (LABR, "for the softmax, one thread at these sizes, β's roof stands", lambda r, m: 0.9
+     < min(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] and max(COPY_GBPS(r)) / C(r)["beta_peak_GBps"] < 1.25
+     and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
     (LABR, "costing what their calls cost in cache on short rows, and nearly that plus a copy of their bytes at T = 512",
      lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     (LABR, "**Short rows: the calls' own cost.**", lambda r, m: SHORT_IN_CACHE(r)),
@@ -643,8 +647,8 @@ CLAIMS = [
      lambda r, m: PASSES_ADD_UP(r) and SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
      lambda r, m: FAULTS_FROM_256(r) and [w["label"] for w in r["worker_processes"]].count("default heap") == 1),
-    ("README.md", "either copy puts it above 10 %", lambda r, m: min(SM(r)["ratio_to_memory_ceiling"],
-                                                                      Q2_OTHER(r)) >= 0.1),
+    ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SM(r)["ratio_to_memory_ceiling"]
+     >= 0.1 > Q2_OTHER(r)),
     ("README.md", "over 10 % in every quiet rerun", lambda r, m: all(
         x["softmax_at_T_512"]["ratio_to_memory_ceiling"] >= 0.1 for x in RERUNS if x["conditions_verdict"] == "quiet")),
     (REP, "over 10 % in every quiet rerun,", lambda r, m: all(
@@ -673,15 +677,14 @@ CLAIMS = [
      lambda r, m: OBS(r, 1)["held"] and OBS(r, 2)["held"] and not OBS(r, 0)["held"]),
     (REP, "over a thousand pages per forward from T = 256 on", lambda r, m: FAULTS_FROM_256(r) and all(
         row(r, T, "sweep_default_heap")["page_faults_per_forward"] > 1000 for T in (256, 512))),
-    (REP, "the same product runs at different speeds in different processes", lambda r, m: LEVELS(r)),
+    (REP, "the same op runs at different speeds in different processes", lambda r, m: LEVELS(r)),
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
      lambda r, m: LEVELS(r)),
     (SOL, "The reference ran on a 2-core Intel Xeon virtual machine", lambda r, m: XEON_VM(r)),
     (SOL, "though none ran slow enough to be left out", lambda r, m: not r["canary"]["left_out"]),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
-    (SOL, "(the committed run found one, as did half of its twelve reruns)", lambda r, m: LV(r, "DRAM")["plateau"]
-     and 2 * sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS) == len(RERUNS) == 12),
+    (SOL, "(the committed run found none;", lambda r, m: not LV(r, "DRAM")["plateau"]),
     (SOL, "The reference's ridge estimate lies above it: there, as we predict for the laptop, no T makes them compute-bound",
      lambda r, m: THR(r)["T_threshold"] is None and LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes cost what the same calls cost in cache on short rows, and at T = 512 nearly that "
@@ -709,9 +712,8 @@ CLAIMS = [
      and PS(r, 512, "exp")["ns_per_element"] < 2 * PS(r, 512, "subtract")["ns_per_element"]),
     (REFL, "So naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
     (REFL, "processes can disagree more than one process's own samples do", lambda r, m: LEVELS(r)),
-    (REFL, "above the lab's 10 % by either, but by how much depended on which I trusted",
-     lambda r, m: min(SM(r)["ratio_to_memory_ceiling"], Q2_OTHER(r)) >= 0.1
-     and abs(SM(r)["ratio_to_memory_ceiling"] / Q2_OTHER(r) - 1) > 0.05),
+    (REFL, "the softmax landed on either side of the lab's 10 % depending on which I trusted",
+     lambda r, m: SM(r)["ratio_to_memory_ceiling"] >= 0.1 > Q2_OTHER(r)),
     (REFL, "scores' extra pass over the big matrix is part of it, not the rest",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
