@@ -701,8 +701,8 @@ CLAIMS = [
     (SOL, "ten fresh warm worker processes", lambda r, m: r["config"]["workers"] == 10),
     (REFL, "it turned out to be most of the forward at every length I tried",
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
-    (REFL, "On short rows they cost about what they cost running in the cache; at the longest length a pass cost more than "
-     "that, nearly its in-cache run and a copy of its bytes added", lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
+    (REFL, "On short rows they cost about what they cost running in the cache; at the longest length they cost more than "
+     "that: together, nearly their in-cache runs and copies of their bytes added", lambda r, m: SHORT_IN_CACHE(r) and LONG_BOTH(r)),
     (REFL, "passes, timed apart, added up to the softmax's own time within a fifth either way", lambda r, m: all(
         0.8 <= PASS_RATIO(e) <= 1.2 for e in r["analysis"]["softmax_passes"])),
     (REFL, "the bytes I had expected to dominate only caught up with the work at the longest length",
