@@ -47,7 +47,7 @@ def pct(v, decimals=1):
 
 def EST(r, key):
     """A quantile or the confidence the run used, as the write-up says it (the 25th, 95 %)."""
-    return num(100 * {**r["canary"], **r["estimators"]}[key], 0)
+    return pct({**r["canary"], **r["estimators"]}[key], 0)
 
 
 def at_most(v, decimals):
@@ -473,7 +473,7 @@ SOLUTION = [
     ("measurements of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("more than {} % from the first worker", lambda r, m: pct(r["conditions"]["checks"]["clock_drop"]["limit"], 0)),
-    ("distribution-free {} % interval", lambda r, m: pct(r["estimators"]["confidence"], 0)),
+    ("distribution-free {} % interval", lambda r, m: EST(r, "confidence")),
     ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["batch_slow_ratio"])),
     ("every T when its canary ran over {} times", lambda r, m: str(r["canary"]["process_slow_ratio"])),
     ("holding at least {} % of the forward", lambda r, m: pct(perf.MATERIAL_SHARE, 0)),
