@@ -100,6 +100,17 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.0)
 
 
+def test_cpufreq_MHz_reads_the_folders_it_is_given_and_an_empty_list_is_none(tmp_path,
+                                                                             monkeypatch):
+    # The laptop's eight clocks when asked for all; given no folders (a VM's glob), none: the
+    # settings' one glob is not done again.
+    i5_8250u(tmp_path)
+    monkeypatch.setattr(perf, "SYSROOT", tmp_path)
+    assert perf.cpufreq_MHz() == [1600 + 100 * cpu for cpu in range(8)]
+    assert perf.cpufreq_MHz([]) == []
+    assert perf.cpufreq_settings()["cur_MHz"] == [1600 + 100 * cpu for cpu in range(8)]
+
+
 def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, monkeypatch,
                                                            fake_mallopt):
     root = tmp_path / "root"

@@ -197,8 +197,8 @@ TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
     """One sample: n timed forwards back to back until min_time has passed (on `blas_threads` BLAS
-    threads, else the worker's), between two readings of the canary (canary_pair; mark_batches
-    adds canary_part, canary_ratio); per op its summed time / n, n, the batch's wall time."""
+    threads, else the worker's), between two readings of the canary (canary_pair, which the
+    verdict judges); per op its summed time / n, n, the batch's wall time."""
     forwards = []
     n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
                              min_time, canary, blas_threads)
@@ -620,11 +620,14 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                  level_bound="memory" if I < pi / level_beta else "compute")
 
 
-def ring_sizes(points, first=5.0, step=1.5, near=0.03):
+RING_FIRST, RING_STEP = 5.0, 1.5  # the first T's ring diameter (points), and the step per T
+
+
+def ring_sizes(points, step=RING_STEP, near=0.03):
     """Ring diameters (points), `step` times larger per T; rings on one spot nest, never hide."""
     sizes = []
     for j, (x, y, i) in enumerate(points):
-        d = first * step**i
+        d = RING_FIRST * step**i
         near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j])
                       if abs(math.log10(a / x)) < near and abs(math.log10(b / y)) < near]
         while clash := [s for s in near_sizes if d / step * 1.001 < s < d * step * 0.999]:
@@ -685,8 +688,8 @@ def draw_points(ax, res):
         ax.plot(x, y, color=COLORS[op], lw=0.8, alpha=0.45, zorder=3)
         entries.append((ax.scatter(x, y, s=size**2, facecolors="none", edgecolors=COLORS[op],
                                    linewidths=1.6, zorder=4), op))
-    rings = tuple(ax.scatter([], [], s=d**2, facecolors="none", edgecolors="0.3") for d in
-                  ring_sizes([(10.0**i, 1.0, i) for i in range(len(res["sweep"]))]))  # apart
+    rings = tuple(ax.scatter([], [], s=(RING_FIRST * RING_STEP**i)**2, facecolors="none",
+                             edgecolors="0.3") for i in range(len(res["sweep"])))
     ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
                marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
@@ -804,13 +807,12 @@ def softmax_against_roofs(row, ceilings):
     (numpy runs it on one), and the roof of the level its data lives in."""
     sm = row["ops"]["softmax"]
     roof = lambda beta: beta * sm["intensity"]  # noqa: E731
-    return {"T": row["T"], "GFLOPS": sm["GFLOPS"], "intensity": sm["intensity"],
+    return {"T": row["T"], **{k: sm[k] for k in ("GFLOPS", "intensity", "level",
+                                                  "working_set_bytes", "level_ceiling_GFLOPS")},
             "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
             "ratio_to_memory_ceiling": sm["GFLOPS"] / roof(ceilings["beta_peak_GBps"]),
             "ratio_to_1thread_dram_copy":
                 sm["GFLOPS"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
-            "level": sm["level"], "working_set_bytes": sm["working_set_bytes"],
-            "level_ceiling_GFLOPS": sm["level_ceiling_GFLOPS"],
             "ratio_to_level_ceiling": sm["GFLOPS"] / sm["level_ceiling_GFLOPS"]}
 
 
@@ -909,13 +911,15 @@ def analyse(rows, cfg, ceilings, workers, windows):
 # run of the lab, Blocks B to F in order.
 
 def run_config(args, plan, threads):
-    """results.json's config: what was asked and what the plan made of it."""
+    """results.json's config: what was asked and what the plan made of it (its tasks)."""
+    dflt, warm = plan["tasks"][0], plan["tasks"][1:]
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": plan["worker_count"] * plan["rounds"], "workers": plan["worker_count"],
-            "rounds_per_worker": plan["rounds"], "quick": args.quick, "in_process": args.in_process,
-            "default_heap_samples": plan["default_heap_samples"],
-            "one_thread_rounds": plan["one_thread_rounds"], "blas_threads": threads["blas_threads"],
+            "samples_per_T": len(warm) * warm[0]["samples_each_T"], "workers": len(warm),
+            "rounds_per_worker": warm[0]["samples_each_T"], "quick": args.quick,
+            "in_process": args.in_process, "default_heap_samples": dflt["samples_each_T"],
+            "one_thread_rounds": warm[0]["one_thread_rounds"],
+            "blas_threads": threads["blas_threads"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["ceiling_workers"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["ceiling_workers"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
@@ -1085,7 +1089,7 @@ def numpy_simd():
 
 def cpufreq_MHz(cpus=None):
     """Each CPU's cpufreq reading (MHz; `cpus`: their folders, else all) from sysfs; [] in a VM."""
-    return [int(v) // 1000 for p in cpus or sorted(SYSROOT.glob(CPUFREQ))
+    return [int(v) // 1000 for p in (sorted(SYSROOT.glob(CPUFREQ)) if cpus is None else cpus)
             if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
@@ -1221,8 +1225,9 @@ def machine_load(own_pids):
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and the canary: run_for times every batch, watched reads the canary around it,
-# timer_cost_ratio prices the timers.
+# Timing and the canary: run_for times every batch; the canary, a small fixed workload, is read
+# between every two batches of a worker (watched), and a batch it read slow before and after is
+# set aside from the figures (BATCH_PARTS, mark_batches, slow); timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
@@ -1235,15 +1240,11 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
             return n, elapsed * 1e-9
 
 
-# The canary: a small fixed workload read between every two timed batches of a worker; a batch it
-# read slow before and after is set aside from the figures (mark_batches, slow: the verdict's).
-
-
 def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
-    after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a
-    128² matmul). `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A
-    copy part, tried on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
+    after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul).
+    `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A copy part, tried
+    on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
@@ -1618,9 +1619,8 @@ def make_plan(args, hardware, threads):
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"worker_count": n_warm, "ceiling_workers": ceiling_workers, "rounds": rounds,
-            "one_thread_rounds": one_thread_rounds, "tasks": [dflt_task] + warm_tasks,
-            "default_heap_samples": dflt_task["samples_each_T"], "ceiling_spec": spec}
+    return {"ceiling_workers": ceiling_workers, "tasks": [dflt_task] + warm_tasks,
+            "ceiling_spec": spec}
 
 
 def spawn_all(plan, in_process):
@@ -1651,9 +1651,11 @@ def spawn_all(plan, in_process):
 # chosen: each says what it bounds.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_SLOW = 1.25         # a batch is slow when a canary part took this much over its process's
-                          # reference: above the BLAS part's reading right after a batch
-                          # (x1.17 over its reference on the Intel host; why: not tested)
+BATCH_PARTS = ("compute",)  # the canary parts a batch is judged on; the BLAS part (all BLAS
+                          # threads) judges processes only: after calm batches on the AMD host it
+                          # read x1.05-1.73 by the T just run (one thread: x1.00-1.07), not by load
+BATCH_SLOW = 1.25         # a batch is slow when a BATCH_PARTS part took this much over its
+                          # process's reference (calm batches' compute part: x1.00-1.02, median)
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
                           # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
@@ -1685,12 +1687,12 @@ def canary_quantile(readings, q):
 
 
 def mark_batches(worker, reference):
-    """Each timed batch of a worker's samples gets canary_ratio, its slowest canary part over that
-    part's reference, each part at the faster of its two readings (one reading caught by an
+    """Each timed batch of a worker's samples gets canary_ratio, its slowest BATCH_PARTS part over
+    that part's reference, each part at the faster of its two readings (one reading caught by an
     interrupt is not a slow spell), and canary_part, which part that was."""
     for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
         before, after = batch["canary_pair"]
-        ratios = {p: min(before[p], after[p]) / ref for p, ref in reference.items()}
+        ratios = {p: min(before[p], after[p]) / reference[p] for p in BATCH_PARTS}
         batch["canary_part"] = max(ratios, key=ratios.get)
         batch["canary_ratio"] = ratios[batch["canary_part"]]
 
@@ -2064,8 +2066,7 @@ def parse_args(argv):
     return args
 
 
-WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays: Python, numpy, BLAS threads (60-65 MiB
-                               # measured on the AMD host)
+WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS): 60-65 MiB, AMD
 
 
 def worker_peak_bytes(Ts, d_model, n_heads, spec):
@@ -2075,8 +2076,8 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
     measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    at_calls = a["P"] + a["S"] + a["Z"] + a["D"] + a["E"] + a["A"] + a["mask"] \
-        + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"] + a["A"] // 2
+    at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
+        + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
 
