@@ -71,7 +71,8 @@ def reads_the_run(holds):
     """Whether a claim's predicate reads the run: its arguments (the results and the manifest),
     in its body or in a comprehension within it, or the reruns' figures (reruns.json). One that
     reads neither is a constant, or a constant against its own literal, and proves nothing."""
-    names = set(holds.__code__.co_varnames[:holds.__code__.co_argcount]) | {"RERUNS", "R_ALL"}
+    names = set(holds.__code__.co_varnames[:holds.__code__.co_argcount]) | {
+        "RERUNS", "R_ALL", "QUIET", "SLOW_BLAS", "OTHER_RERUNS"}  # the last four read RERUNS
     codes = [holds.__code__]
     while codes:
         code = codes.pop()
