@@ -538,7 +538,7 @@ WIDEST = lambda r: op(r, widest(r)[1], widest(r)[0])  # noqa: E731
 ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r, 512)["all_threads_s"]["av"]  # noqa: E731
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
                         for e in r["analysis"]["softmax_passes"] for p in e["passes"]]
-LEVELS = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
+PROCESSES_DIFFER = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
 R_SHA = lambda m: len(RERUNS) == 12 and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)  # noqa
 
 # Markers: a question left open, said in plain text; no claim, so no predicate: only present.
@@ -630,7 +630,7 @@ CLAIMS = [
      and any(w["label"] in r["canary"]["left_out"] for w in r["worker_processes"][1:1 + perf.CEILING_WORKERS])),
     (LABR, "larger floors, exp the dearest pass.", lambda r, m: DEAREST_EVERYWHERE(e for x in RERUNS for e in x["softmax_passes"])),
     (LABR, "The processes kept still differ more than one process's samples do where the interval is widest",
-     lambda r, m: LEVELS(r)),
+     lambda r, m: PROCESSES_DIFFER(r)),
     (LABR, "the forward faults its fresh T×T temporaries in from T = 256 on", lambda r, m: FAULTS_FROM_256(r)),
     # how it was run
     (LABR, "from ten warm worker processes", lambda r, m: r["config"]["workers"] == 10
@@ -683,10 +683,10 @@ CLAIMS = [
      and all(len(x["processes"]) == 10 - len(r["canary"]["left_out"]) for x in r["sweep"])),
 
     (REP, "in ten fresh processes", lambda r, m: r["config"]["workers"] == 10),
-    (REP, "since processes can differ more than one process's samples do", lambda r, m: LEVELS(r)),
+    (REP, "since processes can differ more than one process's samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REP, "leaves out, named, a process whose canary ran slow for its whole life; a process slow on the ops alone is kept, "
      "and the run reports where processes fall into groups", lambda r, m: r["canary"]["left_out"]
-     and min(LEFT_OUT_RATIOS(r, ("scores", "av"))) > 1.2 and LEVELS(r)),
+     and min(LEFT_OUT_RATIOS(r, ("scores", "av"))) > 1.2 and PROCESSES_DIFFER(r)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
     (REP, "scores and av pass this run's ridge, which lies below d_k/2, and are compute-bound from T = 256 on",
@@ -701,12 +701,12 @@ CLAIMS = [
      lambda r, m: OBS(r, 1)["held"] and OBS(r, 2)["held"] and not OBS(r, 0)["held"]),
     (REP, "over a thousand pages per forward from T = 256 on", lambda r, m: FAULTS_FROM_256(r) and all(
         row(r, T, "sweep_default_heap")["page_faults_per_forward"] > 1000 for T in (256, 512))),
-    (REP, "the same op runs at different speeds in different processes", lambda r, m: LEVELS(r)),
+    (REP, "the same op runs at different speeds in different processes", lambda r, m: PROCESSES_DIFFER(r)),
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
-     lambda r, m: LEVELS(r)),
+     lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "The reference ran on a 2-core AMD EPYC virtual machine", lambda r, m: EPYC_VM(r)),
-    (SOL, "even among the processes it keeps", lambda r, m: LEVELS(r)),
+    (SOL, "even among the processes it keeps", lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
     (SOL, "(the committed run found none;", lambda r, m: not LV(r, "DRAM")["plateau"]),
     (SOL, "The reference's ridge lies below it: there scores and av turn compute-bound as T grows",
@@ -715,8 +715,8 @@ CLAIMS = [
     (SOL, "above 8, so expect no threshold there", lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes together cost what the same calls cost in cache at every T, exp the dearest",
      lambda r, m: EVERY_IN_CACHE(r) and DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
-    (SOL, "Fresh processes can run the same op at different speeds for all their samples", lambda r, m: LEVELS(r)),
-    (SOL, "The reference's processes can disagree more than its samples within one process do", lambda r, m: LEVELS(r)),
+    (SOL, "Fresh processes can run the same op at different speeds for all their samples", lambda r, m: PROCESSES_DIFFER(r)),
+    (SOL, "The reference's processes can disagree more than its samples within one process do", lambda r, m: PROCESSES_DIFFER(r)),
 
     (SOL, "passes took longer than three small matmuls in the reference",
      lambda r, m: op(r, 64, "softmax")["time_s"] > op(r, 64, "qkv_proj")["time_s"]),
@@ -735,7 +735,7 @@ CLAIMS = [
     (REFL, "it was the dearest pass at every length, though numpy ran its SIMD kernel for it",
      lambda r, m: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"]) and r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"]),
     (REFL, "So naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
-    (REFL, "processes can disagree more than one process's own samples do", lambda r, m: LEVELS(r)),
+    (REFL, "processes can disagree more than one process's own samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REFL, "the softmax, which runs on one thread, landed on either side of the lab's 10 % depending on which I trusted",
      lambda r, m: SM(r)["ratio_to_memory_ceiling"] < 0.1 <= SM(r)["ratio_to_1thread_dram_copy"]
      and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),

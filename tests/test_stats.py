@@ -21,7 +21,7 @@ def test_summarize_by_hand():
     assert s["worker_times"] == [i + 0.75 for i in range(1, 11)]
     assert s["time_s"] == 6.25 and s["time_s_interval"] == [2.75, 9.75]
     assert s["time_s_interval_coverage"] == pytest.approx(1 - 22 / 1024)
-    # The two levels of variance: between, the estimates' relative SD; within, the median of each
+    # The two spreads: between, the estimates' relative SD; within, the median of each
     # process's own relative SD (four consecutive numbers: SD sqrt(5/3) over their mean i + 1.5).
     est = np.arange(1, 11) + 0.75
     assert s["between_process_rsd"] == pytest.approx(est.std(ddof=1) / est.mean())
@@ -264,8 +264,8 @@ def test_the_interval_over_processes_covers_a_two_group_population_at_its_stated
     truth = mixture_median(share, 1.2, 0.01)
     covered, stated = 0, set()
     for _ in range(1000):
-        levels = np.where(rng.random(10) < share, 1.2, 1.0) * rng.lognormal(0, 0.01, 10)
-        s = perf.summarize([list(v * rng.lognormal(0, 0.005, 4)) for v in levels])
+        speeds = np.where(rng.random(10) < share, 1.2, 1.0) * rng.lognormal(0, 0.01, 10)
+        s = perf.summarize([list(v * rng.lognormal(0, 0.005, 4)) for v in speeds])
         lo, hi = s["time_s_interval"]
         covered += lo <= truth <= hi
         stated.add(round(s["time_s_interval_coverage"], 6))
