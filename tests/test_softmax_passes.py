@@ -59,16 +59,16 @@ def test_the_comparisons_never_read_the_sweep_s_times():
     assert b["sweep_softmax_ns_per_element"] == pytest.approx(3 * a["sweep_softmax_ns_per_element"])
 
 
-def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(monkeypatch):
-    """Each call's figure is the fastest of CALL_REPEATS rounds over every call: a spell that
-    slows exp's batch ten times in the first round, or the copy's in the last, leaves both at the
-    level of the other rounds (rerun_06 of an earlier run: exp at seven times its level)."""
-    rounds = perf.CALL_REPEATS
+def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(monkeypatch):
+    """Each call's figure is the fastest of CALL_REPEATS repeats over every call: a spell that
+    slows exp's batch ten times in the first repeat, or the copy's in the last, leaves both at the
+    level of the other repeats (rerun_06 of an earlier run: exp at seven times its level)."""
+    repeats = perf.CALL_REPEATS
     seen = {}
 
     def watched(fn, min_time, canary):  # one call per batch, 1 ms, but the spell's
         k = seen[fn] = seen.get(fn, 0) + 1
-        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == rounds)
+        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == repeats)
         return 1, (10e-3 if spell else 1e-3), [None, None]
 
     monkeypatch.setattr(perf, "watched", watched)
@@ -86,6 +86,6 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
 
     monkeypatch.setattr(perf, "softmax_passes", passes)
     rec = perf.calls_at(64, task, mha, canary=None)
-    assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
+    assert repeats >= 2 and all(seen[fn] == repeats for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3
