@@ -531,8 +531,20 @@ NO_AVX512 = lambda r: "AVX2" in r["hardware"]["simd_flags"] and not any(  # noqa
 EVERY_IN_CACHE = lambda r: all(abs(REM(e)) <= 0.125 and all(  # noqa: E731  every T
     p["larger_floor"] in ("in cache", "unresolved") for p in e["passes"]) for e in r["analysis"]["softmax_passes"])
 BYTES_BEHIND = lambda r: all(SHARE(r, T, "copy") < 0.5 for T in TS)  # noqa: E731
+EXP_DISPATCHED = lambda r: r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"]  # noqa: E731
 EXP_SIMD = lambda r: (EXP(r)["float64_ns_per_element_interval"][0] > 2 * EXP(r)["float32_ns_per_element_interval"][1]  # noqa: E731
-                            and r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"])
+                      and EXP_DISPATCHED(r))
+EXP_DEAREST = lambda r: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])  # noqa: E731  at every T
+SIDE_OF_10 = lambda r: SM(r)["ratio_to_memory_ceiling"] < 0.1 <= SM(r)["ratio_to_1thread_dram_copy"]  # noqa: E731
+SOFTMAX_ONE_THREAD = lambda r: 0.9 <= THREADS(r, 512, "softmax") <= 1.1  # noqa: E731  no BLAS: threads no help
+UNDER_10 = lambda runs: all(x["softmax_at_T_512"]["ratio_to_memory_ceiling"] < 0.1 for x in runs)  # noqa: E731
+FAULTS_OVER_1000 = lambda r: all(  # noqa: E731  the default heap, T = 256 and 512
+    row(r, T, "sweep_default_heap")["page_faults_per_forward"] > 1000 for T in (256, 512))
+
+
+def APART(slow, others, ops, factor=1.0):
+    """Each op at T = 512 slower in every run of `slow` than `factor` times in any of `others`."""
+    return all(min(R_T512(slow, k)) > factor * max(R_T512(others, k)) for k in ops)
 WIDEST = lambda r: op(r, widest(r)[1], widest(r)[0])  # noqa: E731
 ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r, 512)["all_threads_s"]["av"]  # noqa: E731
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
@@ -574,14 +586,14 @@ CLAIMS = [
     (LABR, "Their own arrays", lambda r, m: r["hardware"]["virtualized"] and max(
         p["bytes"] for p in SP(r, 512)["passes"]) < LV(r, "L3")["capacity_bytes"]),
     (LABR, "six passes over the T×T array that together cost what the same calls cost in cache, at every T; exp is the dearest",
-     lambda r, m: EVERY_IN_CACHE(r) and DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+     lambda r, m: EVERY_IN_CACHE(r) and EXP_DEAREST(r)),
     (LABR, "**Every T: the calls' own cost.**", lambda r, m: EVERY_IN_CACHE(r)),
     (LABR, "within an eighth of it at every T, where every larger floor told apart is the call in cache",
      lambda r, m: EVERY_IN_CACHE(r)),
     (LABR, "**Together, the bytes never catch up**", lambda r, m: BYTES_BEHIND(r)),
     (LABR, "estimated differently (the fastest of short batches, against a low quantile of the sweep's samples)",
      lambda r, m: perf.CALL_MIN_TIME < r["config"]["min_time_s"] and r["estimators"]["process_quantile"] < 0.5),
-    (LABR, "**exp is the dearest pass at every T**", lambda r, m: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+    (LABR, "**exp is the dearest pass at every T**", lambda r, m: EXP_DEAREST(r)),
     (LABR, "numpy runs its AVX2", lambda r, m: EXP_SIMD(r) and NO_AVX512(r)),
     # question 3
     (LABR, "past the ridge, where its roofline bound is π",
@@ -591,7 +603,7 @@ CLAIMS = [
     (LABR, "The first fails on the softmax", lambda r, m: not OBS(r, 0)["held"]
      and op(r, 64, "softmax")["time_s"] > PROJ(r)),
     (LABR, "Its dearest pass there is `exp`, as at every T",
-     lambda r, m: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+     lambda r, m: EXP_DEAREST(r)),
     (LABR, "though both have the same FLOPs and, by the lab's count, bytes",
      lambda r, m: op(r, 512, "scores")["flops"] == op(r, 512, "av")["flops"]
      and op(r, 512, "scores")["bytes"] == op(r, 512, "av")["bytes"]),
@@ -610,22 +622,19 @@ CLAIMS = [
         r["canary"]["left_out"]) and not set(r["canary"]["left_out"]) & set(row(r, 512)["processes"])),
     (LABR, "Each called itself quiet", lambda r, m: SLOW_BLAS() and all(
         x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
-    (LABR, "reruns ran slower.", lambda r, m: min(R_T512(SLOW_BLAS(), "scores")) > 1.2 * max(
-        R_T512(OTHER_RERUNS(), "scores")) and min(R_T512(SLOW_BLAS(), "av")) > 1.2 * max(R_T512(OTHER_RERUNS(), "av"))),
+    (LABR, "reruns ran slower.", lambda r, m: APART(SLOW_BLAS(), OTHER_RERUNS(), ("scores", "av"), 1.2)),
     (LABR, "its verdict's only trace is a finding", lambda r, m: all(
         x["threads_over_one"]["512"]["av"] > perf.COOPERATION_LIMIT and not x["conditions_failed"] for x in SLOW_BLAS())
      and min(x["threads_over_one"]["512"]["av"] for x in SLOW_BLAS()) > max(
          x["threads_over_one"]["512"]["av"] for x in OTHER_RERUNS())),
     (LABR, "reported as threads that barely cooperate", lambda r, m: all(
         x["threads_over_one"]["512"]["av"] > perf.COOPERATION_LIMIT for x in SLOW_BLAS())),
-    (LABR, "every op was slower than in the nine", lambda r, m: all(
-        min(R_T512(SLOW_BLAS(), k)) > max(R_T512(OTHER_RERUNS(), k)) for k in OPS)),
+    (LABR, "every op was slower than in the nine", lambda r, m: APART(SLOW_BLAS(), OTHER_RERUNS(), OPS)),
     (LABR, "But β is two threads copying, and numpy runs the softmax on one", lambda r, m: LV(r, "DRAM")[
-        "GBps_from"] == "all_threads" and C(r)["copy_threads"] == 2 and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
+        "GBps_from"] == "all_threads" and C(r)["copy_threads"] == 2 and SOFTMAX_ONE_THREAD(r)),
     (LABR, "over 10 %, as in every quiet rerun", lambda r, m: SM(r)["ratio_to_1thread_dram_copy"] >= 0.1 and all(
         x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"] >= 0.1 for x in QUIET())),
-    (LABR, "Which copy stands for β decides the side of 10 %", lambda r, m: SM(r)["ratio_to_memory_ceiling"] < 0.1
-     <= SM(r)["ratio_to_1thread_dram_copy"]),
+    (LABR, "Which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
     (LABR, "from T = 128 on some passes ran faster on the forward's arrays than in cache, no floor for a single pass",
      lambda r, m: any(p["ns_per_element"] < p["in_cache_ns_per_element"] for e in r["analysis"]["softmax_passes"]
                       if e["T"] >= 128 for p in e["passes"])),
@@ -664,21 +673,17 @@ CLAIMS = [
          x["ridge_intensity"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
     ("README.md", "ran slow for its whole life is left out and named", lambda r, m: r["canary"]["left_out"] and all(
         w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
-    ("README.md", "every op at T = 512 ran slower than in all the others, and each called itself quiet", lambda r, m: all(
-        min(R_T512(SLOW_BLAS(), k)) > max(R_T512(OTHER_RERUNS(), k)) for k in OPS)
-     and all(x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
-    ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SM(r)["ratio_to_memory_ceiling"] < 0.1
-     <= SM(r)["ratio_to_1thread_dram_copy"]),
+    ("README.md", "every op at T = 512 ran slower than in all the others, and each called itself quiet", lambda r, m: APART(
+        SLOW_BLAS(), OTHER_RERUNS(), OPS) and all(x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
+    ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
     ("README.md", "The projections are compute-bound", lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array that together cost what the "
      "same calls cost in cache at every T; exp is the dearest", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)
-     and DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+     and EXP_DEAREST(r)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
      lambda r, m: FAULTS_FROM_256(r) and [w["label"] for w in r["worker_processes"]].count("default heap") == 1),
-    ("README.md", "under 10 % in every quiet rerun", lambda r, m: all(
-        x["softmax_at_T_512"]["ratio_to_memory_ceiling"] < 0.1 for x in QUIET())),
-    (REP, "under 10 % in every quiet rerun,", lambda r, m: all(
-        x["softmax_at_T_512"]["ratio_to_memory_ceiling"] < 0.1 for x in QUIET())),
+    ("README.md", "under 10 % in every quiet rerun", lambda r, m: UNDER_10(QUIET())),
+    (REP, "under 10 % in every quiet rerun,", lambda r, m: UNDER_10(QUIET())),
     ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     ("README.md", "against the lab's expectation that the projections lead", lambda r, m: not OBS(r, 0)["held"]),
@@ -698,12 +703,11 @@ CLAIMS = [
      and op(r, 128, "scores")["bound"] != "compute"),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; at every T "
      "they cost together what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
-    (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"]
-     and DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+    (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and EXP_DISPATCHED(r)
+     and EXP_DEAREST(r)),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
      lambda r, m: OBS(r, 1)["held"] and OBS(r, 2)["held"] and not OBS(r, 0)["held"]),
-    (REP, "over a thousand pages per forward from T = 256 on", lambda r, m: FAULTS_FROM_256(r) and all(
-        row(r, T, "sweep_default_heap")["page_faults_per_forward"] > 1000 for T in (256, 512))),
+    (REP, "over a thousand pages per forward from T = 256 on", lambda r, m: FAULTS_FROM_256(r) and FAULTS_OVER_1000(r)),
     (REP, "the same op runs at different speeds in different processes", lambda r, m: PROCESSES_DIFFER(r)),
 
     (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
@@ -717,7 +721,7 @@ CLAIMS = [
          op(r, 64, k)["bound"] != "compute" and op(r, 512, k)["bound"] == "compute" for k in ("scores", "av"))),
     (SOL, "above 8, so expect no threshold there", lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes together cost what the same calls cost in cache at every T, exp the dearest",
-     lambda r, m: EVERY_IN_CACHE(r) and DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])),
+     lambda r, m: EVERY_IN_CACHE(r) and EXP_DEAREST(r)),
     (SOL, "Fresh processes can run the same op at different speeds for all their samples", lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "The reference's processes can disagree more than its samples within one process do", lambda r, m: PROCESSES_DIFFER(r)),
 
@@ -738,15 +742,13 @@ CLAIMS = [
     (REFL, "and still only part of the time", lambda r, m: PS(r, 64, "exp")["ns_per_element"]
      < 0.5 * SP(r, 64)["passes_ns_per_element"]),
     (REFL, "My passes were not waiting on their bytes", lambda r, m: BYTES_BEHIND(r)),
-    (REFL, "each forward at the longer lengths faulted thousands of pages in", lambda r, m: all(
-        row(r, T, "sweep_default_heap")["page_faults_per_forward"] > 1000 for T in (256, 512))),
+    (REFL, "each forward at the longer lengths faulted thousands of pages in", lambda r, m: FAULTS_OVER_1000(r)),
     (REFL, "it was the dearest pass at every length, though numpy ran its SIMD kernel for it",
-     lambda r, m: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"]) and r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"]),
+     lambda r, m: EXP_DEAREST(r) and EXP_DISPATCHED(r)),
     (REFL, "Naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
     (REFL, "processes can disagree more than one process's own samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REFL, "the softmax, which runs on one thread, landed on either side of the lab's 10 % depending on which I trusted",
-     lambda r, m: SM(r)["ratio_to_memory_ceiling"] < 0.1 <= SM(r)["ratio_to_1thread_dram_copy"]
-     and 0.9 <= THREADS(r, 512, "softmax") <= 1.1),
+     lambda r, m: SIDE_OF_10(r) and SOFTMAX_ONE_THREAD(r)),
     (REFL, "scores' extra pass over the big matrix is part of it, not the rest",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
