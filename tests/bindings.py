@@ -596,7 +596,7 @@ CLAIMS = [
     (LABR, "**exp is the dearest pass at every T**", lambda r, m: EXP_DEAREST(r)),
     (LABR, "numpy runs its AVX2", lambda r, m: EXP_SIMD(r) and NO_AVX512(r)),
     # question 3
-    (LABR, "past the ridge, where its roofline bound is π",
+    (LABR, "past the ridge, where its roof is π",
      lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     # expected observations
     (LABR, "it is the *largest* at every T", lambda r, m: SOFTMAX_LARGEST(r)),
