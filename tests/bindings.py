@@ -545,6 +545,8 @@ FAULTS_OVER_1000 = lambda r: all(  # noqa: E731  the default heap, T = 256 and 5
 def APART(slow, others, ops, factor=1.0):
     """Each op at T = 512 slower in every run of `slow` than `factor` times in any of `others`."""
     return all(min(R_T512(slow, k)) > factor * max(R_T512(others, k)) for k in ops)
+
+
 WIDEST = lambda r: op(r, widest(r)[1], widest(r)[0])  # noqa: E731
 ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r, 512)["all_threads_s"]["av"]  # noqa: E731
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
