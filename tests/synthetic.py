@@ -61,7 +61,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
                 "worker_count": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
-                "set_aside_by_canary_part": {"compute": 3}, "figures_from": "kept samples",
+                "figures_from": "kept samples",
                 "canary_cost": 0.005,
                 "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
@@ -98,7 +98,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
-            "canary": {"left_out": {}, "batch_slow_ratio": 1.25},
+            "canary": {"left_out": {}, "batch_part": "compute", "batch_slow_ratio": 1.25},
             "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
             "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}

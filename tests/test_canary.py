@@ -66,7 +66,7 @@ def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones
     # batch); the default-heap worker's first three are its three.
     slow_samples = 2 * sum(k % 12 in (5, 6, 7, 8) for k in range(1, 11))
     assert row["samples_set_aside"] == slow_samples == 8
-    assert row["set_aside_median_ratio"] == 2 and sum(row["set_aside_by_canary_part"].values()) == 8
+    assert row["set_aside_median_ratio"] == 2
     assert dflt["samples_set_aside"] == 0
     # The kept samples are all fast: their slowest softmax is under the slow ones' 300 us.
     sm = row["ops"]["softmax"]
@@ -89,7 +89,7 @@ def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_pat
     assert cond["verdict"] == "disturbed"
     failed = {f["check"]: f for f in cond["failed"]}
     assert failed["slow_samples"]["reason"].startswith(
-        "the canary ran slow around 80% of the samples at T = 64 (limit 75%)")
+        "the canary's compute part ran slow around 80% of the samples at T = 64 (limit 75%)")
     assert failed["slow_samples"]["do"] == "rerun later"
 
 
@@ -103,19 +103,19 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
                       reference)
     # One slow reading beside a fast one: the faster of the two counts, per part.
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
-    # Both readings slow: set aside, the part named.
-    assert batches[2]["canary_ratio"] == 2.0 and batches[2]["canary_part"] == "compute"
+    # Both readings slow: set aside.
+    assert batches[2]["canary_ratio"] == 2.0
     assert [b for b in batches if not perf.slow(b)] == batches[:2]
 
 
 def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
-    # A batch is judged on BATCH_PARTS alone (the BLAS part's reading after a calm batch rose
+    # A batch is judged on BATCH_PART alone (the BLAS part's reading after a calm batch rose
     # with the T just run): twice its reference on both sides, the compute part fast, it stays.
     reference = {"compute": 40e-6, "blas": 60e-6}
     after_blas = {"compute": 41e-6, "blas": 120e-6}
     batch = {"canary_pair": [after_blas, after_blas]}
     perf.mark_batches({"by_T": {"64": {"samples": [batch], "one_thread": []}}}, reference)
-    assert batch["canary_part"] == "compute" and not perf.slow(batch)
+    assert batch["canary_ratio"] == 41 / 40 and not perf.slow(batch)
 
 
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(
@@ -160,7 +160,7 @@ def whole_worker(monkeypatch, factors):
         return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
-    monkeypatch.setattr(perf, "cpufreq_MHz", lambda cpus=None: [])  # the clock read by the canary alone
+    monkeypatch.setattr(perf, "cpufreq_MHz", lambda cpus: [])  # the clock read by the canary alone
 
 
 def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,

@@ -123,8 +123,8 @@ def test_fewer_common_T(tmp_path, capsys):
     assert perf.main(["--compare", str(save(tmp_path, "a", synthetic.run())),
                       str(save(tmp_path, "b", two)), "--out", str(tmp_path)]) == 0
     c = json.loads((tmp_path / "compare.json").read_text())
-    assert c["T"] == [512] and c["left_out_T"] == {"a_only": [64], "b_only": []}
-    assert "left out" in capsys.readouterr().out
+    assert c["T"] == [512] and c["T_not_shared"] == {"a_only": [64], "b_only": []}
+    assert "not compared: T=[64] only in A" in capsys.readouterr().out
 
 
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys):

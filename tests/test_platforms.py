@@ -102,11 +102,12 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
 
 def test_cpufreq_MHz_reads_the_folders_it_is_given_and_an_empty_list_is_none(tmp_path,
                                                                              monkeypatch):
-    # The laptop's eight clocks when asked for all; given no folders (a VM's glob), none: the
-    # settings' one glob is not done again.
+    # The laptop's eight clocks from its eight folders; given no folders (a VM's glob), none: it
+    # never globs (a worker finds the folders once, then reads them after every sample).
     i5_8250u(tmp_path)
     monkeypatch.setattr(perf, "SYSROOT", tmp_path)
-    assert perf.cpufreq_MHz() == [1600 + 100 * cpu for cpu in range(8)]
+    assert perf.cpufreq_MHz(sorted(tmp_path.glob(perf.CPUFREQ))) == [1600 + 100 * cpu
+                                                                     for cpu in range(8)]
     assert perf.cpufreq_MHz([]) == []
     assert perf.cpufreq_settings()["cur_MHz"] == [1600 + 100 * cpu for cpu in range(8)]
 

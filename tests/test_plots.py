@@ -192,7 +192,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
     bars, rings = perf.plot_perf(res), perf.plot_roofline(res)
     # How many processes made the figures (a range where one T has fewer), of how many warm
-    # ones; the samples, their length; each T's set aside; who was left out, by which part.
+    # ones; the samples, their length; the canary part and limit that set samples aside, each T's
+    # count; who was left out, by which part.
     counts = sorted({len(r["processes"]) for r in res["sweep"]})
     for mark, text in (("bars", said(bars)), ("rings", said(rings))):
         m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
@@ -200,8 +201,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         assert m and (m[1].split("-"), int(m[2])) == (list(map(str, counts)), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
         assert (int(m[1]), float(m[2])) == (cfg["samples_per_T"], cfg["min_time_s"] * 1e3)
-        assert float(re.search(r"over ([\d.]+)x its process's reference", text)[1]) == \
-            res["canary"]["batch_slow_ratio"]
+        m = re.search(r"the canary's (\w+) part over ([\d.]+)x its process's reference", text)
+        assert (m[1], float(m[2])) == (res["canary"]["batch_part"], res["canary"]["batch_slow_ratio"])
         assert {int(T): int(n) for n, T in re.findall(r"(\d+) at T=(\d+)(?: \(x[\d.]+\))?[,;]", text)} == {
             r["T"]: r["samples_set_aside"] for r in res["sweep"]}
         assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [

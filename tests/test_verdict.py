@@ -177,8 +177,7 @@ def test_a_governor_that_changes_mid_run_is_disturbed():
 def rows_and_warm(references, aside=0):
     """One T's row (60 samples, `aside` set aside) and a warm process per canary reference,
     given as (compute, blas) multiples of 30 and 60 us."""
-    rows = [{"T": 512, "samples_set_aside": aside, "sample_count": 60,
-             "set_aside_by_canary_part": {"compute": aside} if aside else {}}]
+    rows = [{"T": 512, "samples_set_aside": aside, "sample_count": 60}]
     warm = [{"label": f"warm {i + 1}", "canary_reference": {"compute": c * 30e-6, "blas": b * 60e-6}}
             for i, (c, b) in enumerate(references)]
     return rows, warm

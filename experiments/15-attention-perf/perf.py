@@ -9,7 +9,7 @@ purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conducts a run. Part II
 is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
-what a sample is, sample_forwards; time_s, process_estimate and summarize; the bytes of every
+what a sample is, sample_forwards; time_s, DEFINITIONS and summarize; the bytes of every
 array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
 answers, analyse (why the softmax is slow, softmax_pass_comparisons); the canary around each batch,
 watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
@@ -183,22 +183,21 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
 # min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
 # workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
-# The canary is read between every two batches; the figures come from the samples it kept.
+# A sample holds, per key of TIMED_KEYS, its forwards' summed seconds / n (one forward's time);
+# n; batch_s, the batch's wall time; canary_pair, the canary's readings before and after it. The
+# verdict (Part II) adds canary_ratio: the canary's BATCH_PART part, the faster of the two
+# readings, over its process's reference; a sample over BATCH_SLOW is set aside (slow).
 PROFILES = {  # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
     "default": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10,
                 "default_heap_samples": 6, "ceiling_repeats": 20, "cache_repeats": 10,
                 "matmul_n": 2048, "dram_bytes": None},
     "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
-CEILING_WORKERS = 5        # the first warm workers also time the ceilings
-TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
-                           # beside an untimed one: what the timers cost (timer_cost_ratio)
 
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
-    """One sample: n timed forwards back to back until min_time has passed (on `blas_threads` BLAS
-    threads, else the worker's), between two readings of the canary (canary_pair, which the
-    verdict judges); per op its summed time / n, n, the batch's wall time."""
+    """One sample (as the banner above says), its forwards timed by attention_forward_timed on
+    `blas_threads` BLAS threads, else the worker's; watched runs them and reads the canary."""
     forwards = []
     n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
                              min_time, canary, blas_threads)
@@ -206,10 +205,10 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
             "batch_s": batch, "canary_pair": pair}
 
 
-def take_samples(task, mha, canary, MHz):
+def take_samples(task, mha, canary, clock):
     """A worker's samples_each_T samples of every T, after one untimed forward: in rounds of every
     T, in an order that rotates so that a slow episode hits every T alike (the default-heap
-    worker: each T in turn); the machine around each (machine_around; MHz); after each, the
+    worker: each T in turn); the machine around each (machine_around; clock); after each, the
     harness's comparisons (after_sample)."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
@@ -221,7 +220,7 @@ def take_samples(task, mha, canary, MHz):
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-        with machine_around(rec, canary, MHz):
+        with machine_around(rec, canary, clock):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
         after_sample(task, i, (x, mha, mask), rec, canary)
     return {str(T): rec for T, rec in out.items()}
@@ -233,7 +232,9 @@ GROUP_GAP = 1.10             # sorted estimates further apart: two groups (a pro
 CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
-    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept",
+    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
+    "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
+    "the processes in canary.left_out feed none",
     "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
     "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 
@@ -308,7 +309,6 @@ def pool_T(T, records, min_time):
            "processes": list(feeding), "samples_in_figures": len(in_figures),
            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
            "samples_set_aside": len(aside),
-           "set_aside_by_canary_part": dict(collections.Counter(s["canary_part"] for s in aside)),
            "figures_from": "kept samples" if any(kept.values()) else
            "all samples: the canary kept none",
            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
@@ -327,20 +327,20 @@ def pool_T(T, records, min_time):
     return row
 
 
-def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out=()):
+def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out_workers=()):
     """A row per T from the warm workers' samples, and one from the default-heap worker's. Beside
     each warm row, each left-out process's own estimates (left_out_s), which feed nothing."""
     records = lambda T, ws: [{**w["by_T"][str(T)], "label": w["label"]} for w in ws]  # noqa: E731
     rows = [pool_T(T, records(T, warm_workers), min_time) for T in Ts]
     for r in rows:
         r["left_out_s"] = {w["label"]: {k: process_estimate([s[k] for s in w["by_T"][str(r["T"])][
-            "samples"]]) for k in TIMED_KEYS} for w in left_out}
+            "samples"]]) for k in TIMED_KEYS} for w in left_out_workers}
     return rows, [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts]
 
 
-def row_at(rows, T):
-    """The row at T of a list of rows (the sweep's, or the threading windows), else None."""
-    return next((r for r in rows if r["T"] == T), None)
+def at_T(entries, T):
+    """The entry at T of a per-T list (the sweep's rows, the threading windows), else None."""
+    return next((e for e in entries if e["T"] == T), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -409,8 +409,9 @@ def footer(fig, res, marks, protocol):
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
              f"each one's {100 * est['process_quantile']:.0f}th percentile of its samples the "
              f"canary kept ({cfg['samples_per_T']} per T in all, each >= "
-             f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary over "
-             f"{res['canary']['batch_slow_ratio']}x its process's reference: "
+             f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary's "
+             f"{res['canary']['batch_part']} part over {res['canary']['batch_slow_ratio']}x its "
+             "process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  for r in res["sweep"]) + "".join(
@@ -420,26 +421,27 @@ def footer(fig, res, marks, protocol):
                  f"; {f['reason']}" for f in cond["failed"])
              + (f"; processes in two groups, {groups_text(groups)}" if groups else "")]
     lines += [f"what to do: {todo}"] * bool(todo)
-    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17))]
+    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
+                                                     break_on_hyphens=False)]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
              color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
     return (len(text) * 7.5 * 1.3 + 6) / 72 / fig.get_figheight()
 
 
-def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
-    """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar
-    against it; rows whose T is `labelled` get their time and dominant op. Returns the labels."""
+def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
+    """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar (its row at
+    that T) beside; rows whose T is `labelled` get their time and dominant op. The labels."""
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for op in OPS:
         h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
         ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
         bottom += h
-    heap_rows = [default.get(r["T"]) for r in rows]
+    heap_rows = [default_heap.get(r["T"]) for r in rows]
     heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in heap_rows])
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
-    ax.bar(x + 0.36, np.fmin(heights, top / 1.12), 0.22, fill=False, hatch="///",
-           edgecolor="0.45", lw=0.8)
+    cut = top / 1.12  # a hatched bar stops here, under the top: room for its label above
+    ax.bar(x + 0.36, np.fmin(heights, cut), 0.22, fill=False, hatch="///", edgecolor="0.45", lw=0.8)
     labels, above = [], dict(xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
     for i, r in ((i, r) for i, r in enumerate(rows) if r["T"] in labelled):
         dom = dominant[str(r["T"])]
@@ -450,9 +452,8 @@ def stack_bars(ax, rows, default, dominant, labelled, fontsize=8.5):
             labels.append(ax.annotate(
                 f"{heights[i]:.3f} ms" + ("" if faults is None else
                                           f"\n{faults:.{2 * (faults < 1)}f} faults")
-                + (" (off scale)" if heights[i] > top / 1.12 else ""),
-                (x[i] + 0.36, min(heights[i], top / 1.12)), fontsize=fontsize - 1.5, color="0.3",
-                **above))
+                + (" (off scale)" if heights[i] > cut else ""),
+                (x[i] + 0.36, min(heights[i], cut)), fontsize=fontsize - 1.5, color="0.3", **above))
     ax.set_xticks(x, [f"T={r['T']}" for r in rows])
     ax.set(xlim=(-0.5, len(rows) - 0.4), ylim=(0, top))
     return labels
@@ -463,14 +464,14 @@ def plot_perf(res):
     heap's beside; each op's share of the time beside its share of the FLOPs."""
     from matplotlib.patches import Patch
     rows, cfg, dominant = res["sweep"], res["config"], res["analysis"]["dominant_op_per_T"]
-    default = {r["T"]: r for r in res["sweep_default_heap"]}
+    default_heap = {r["T"]: r for r in res["sweep_default_heap"]}
     fig, (ax, ax2) = new_figure(1, 2, figsize=(13, 6.2), gridspec_kw={"width_ratios": [1.2, 1]})
     small = [r for r in rows if r["forward_s"] < 0.15 * max(q["forward_s"] for q in rows)]
     small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
-    labels = stack_bars(ax, rows, default, dominant, {r["T"] for r in rows if r not in small})
+    labels = stack_bars(ax, rows, default_heap, dominant, {r["T"] for r in rows if r not in small})
     if small:
         inset = ax.inset_axes([0.06, 0.42, 0.16 + 0.2 * len(small), 0.45])
-        labels += stack_bars(inset, small, default, dominant, {r["T"] for r in small}, 7.5)
+        labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5)
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
@@ -644,7 +645,7 @@ def draw_roofs(ax, res, xs):
     dram = c["levels"]["DRAM"]
     notes = [f"{n} copy no faster" for n, lv in c["levels"].items() if lv.get("same_roof_as_DRAM")]
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
-              "   slower than a larger level's: no roof of its own"
+              "   slower than a larger level's"
               for n, lv in c["levels"].items() if lv.get("slower_than_larger")]
     if c["source"] == "measured" and not dram["past_llc"]:
         notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
@@ -698,7 +699,7 @@ def draw_points(ax, res):
 
 def plot_roofline(res):
     """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
-    27's preview as an arrow from the fused op measured to its bound."""
+    27's preview: the fused op measured, and the roof where its bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
     m, f = pv["measured"], pv["without_materialising_A"]
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
@@ -716,7 +717,7 @@ def plot_roofline(res):
         (ax.scatter(f["intensity"], f["roof_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
          f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
-         f"  bytes, I = {f['intensity']:.0f}; its roofline bound, not a measurement")]
+         f"  bytes, I = {f['intensity']:.0f}; the roof there, not a measured speed")]
     ax.annotate("", (f["intensity"], f["roof_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
@@ -729,7 +730,7 @@ def plot_roofline(res):
     ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
     reps = [lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM"]
-    caches = f"; a cache level's of {min(reps)}" if reps else ""  # none known: DRAM alone
+    caches = f"; a cache level's of {min(reps)} repeats" if reps else ""  # none known: DRAM alone
     low = footer(fig, res, "rings", "roofs: " + (
         f"beta and pi the {100 * res['estimators']['ceiling_quantile']:.0f}th percentile of "
         f"{c['beta_repeats']} and {c['pi_repeats']} repeats, each >= "
@@ -787,7 +788,7 @@ def expected_observations(rows):
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
     """The FUSED ops as one op: the same FLOPs; measured, the lab's bytes of each of them;
-    S and A never written, far fewer bytes, and the roofline's bound there (not a measurement)."""
+    S and A never written, far fewer bytes, and the roof there (pi or beta x I; not measured)."""
     fused = [row["ops"][op] for op in FUSED]
     flops, nbytes, seconds = (sum(o[k] for o in fused) for k in ("flops", "bytes", "time_s"))
     a = forward_arrays(row["T"], d_model, n_heads)
@@ -798,8 +799,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
                          "GFLOPS": flops / seconds / 1e9},
             "without_materialising_A": {
                 "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": roof,
-                "past_ridge": flops / flash > ceilings["ridge"]},
-            "bytes_reduction": nbytes / flash}
+                "past_ridge": flops / flash > ceilings["ridge"]}, "bytes_reduction": nbytes / flash}
 
 
 def softmax_against_roofs(row, ceilings):
@@ -816,12 +816,12 @@ def softmax_against_roofs(row, ceilings):
             "ratio_to_level_ceiling": sm["GFLOPS"] / sm["level_ceiling_GFLOPS"]}
 
 
-def threading_windows(Ts, workers):
+def threading_windows(Ts, counted):
     """Per T, each one-thread sample against the all-thread sample just before it (the same
     window; the pairs the canary kept): per op, the median of all threads' time over one's."""
     out = []
     for T in Ts:
-        matched = [(a, o) for p in (w["by_T"][str(T)] for w in workers) for o in p["one_thread"]
+        matched = [(a, o) for p in (w["by_T"][str(T)] for w in counted) for o in p["one_thread"]
                    if not slow(a := p["samples"][o["after"]]) and not slow(o)]
         # a T whose pairs the canary all set aside has no window
         at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
@@ -840,7 +840,7 @@ def pass_floor(p):
     return "copy" if copy_lo > cache_hi else "in cache" if cache_lo > copy_hi else "unresolved"
 
 
-def softmax_pass_comparisons(rows, workers, d_model, n_heads):
+def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     """Block E's why, from controlled comparisons of the softmax's passes, never from the sweep's
     times: per T and pass, ns per element at T, in cache, and for one thread's copy of its bytes,
     each the median over the processes that timed it with its interval; the larger floor
@@ -848,7 +848,7 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        if not (got := [w["calls"][str(T)] for w in workers if str(T) in w["calls"]]):
+        if not (got := [w["calls"][str(T)] for w in counted if str(T) in w["calls"]]):
             continue
         n_el, in_cache_rows = n_heads * T * T, got[0]["in_cache_rows"]
         per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
@@ -872,13 +872,13 @@ def softmax_pass_comparisons(rows, workers, d_model, n_heads):
     return out
 
 
-def scores_step_times(rows, workers, d_model, n_heads):
+def scores_step_times(rows, counted, d_model, n_heads):
     """scores taken apart at each T: its matmul and its scaling pass, each the median over the
     processes (seconds) with its interval; the scaling's share, the bytes; the sweep's beside."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
-        if got := [w["calls"][str(T)]["scores"] for w in workers if str(T) in w["calls"]]:
+        if got := [w["calls"][str(T)]["scores"] for w in counted if str(T) in w["calls"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
                         "scale_share": steps["scale"]["scale_s"] / sum(
@@ -888,18 +888,18 @@ def scores_step_times(rows, workers, d_model, n_heads):
     return out
 
 
-def analyse(rows, cfg, ceilings, workers, windows):
-    """Block E's numbers; Phase 27's preview at KEYED_T, else the largest T."""
-    keyed, d, h = row_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
-    out = {"ridge_intensity": ceilings["ridge"],
-           "expected_observations": expected_observations(rows),
+def analyse(rows, cfg, ceilings, counted, windows):
+    """Block E's numbers (`counted`: the warm workers that feed the figures); Phase 27's preview
+    at KEYED_T, else the largest T."""
+    keyed, d, h = at_T(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
+    out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for r in rows},
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
-           "scores_steps": scores_step_times(rows, workers, d, h),
-           "softmax_passes": softmax_pass_comparisons(rows, workers, d, h),
+           "scores_steps": scores_step_times(rows, counted, d, h),
+           "softmax_passes": softmax_pass_comparisons(rows, counted, d, h),
            "threading_windows": windows}
     if keyed:
         out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
@@ -928,7 +928,7 @@ def run_config(args, plan, threads):
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    ops = (row_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
+    ops = (at_T(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
     summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["GFLOPS"],
                "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
                "scores_GFLOPS_at_T_512": ops and ops["scores"]["GFLOPS"],
@@ -994,9 +994,9 @@ def results_record(cfg, hardware, threads, blas, workers, left_out, started, **s
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
             (w["peak_rss_MiB"] or 0) for w in workers) or None},
         "canary": {"reference_s": [w["canary_reference"] for w in workers],
-                   "reference_quantile": REFERENCE_QUANTILE, "batch_slow_ratio": BATCH_SLOW,
-                   "process_slow_ratio": PROCESS_SLOW, "peer_quantile": PEER_QUANTILE,
-                   "both_parts_slow_ratio": BOTH_PARTS_SLOW,
+                   "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
+                   "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
+                   "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
             "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
@@ -1020,7 +1020,8 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows)
+    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, counted, left_out, rows,
+                     windows)
     results = results_record(cfg, hardware, threads, blas, [dflt] + workers, left_out, started,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)  # Block F
@@ -1087,10 +1088,9 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz(cpus=None):
-    """Each CPU's cpufreq reading (MHz; `cpus`: their folders, else all) from sysfs; [] in a VM."""
-    return [int(v) // 1000 for p in (sorted(SYSROOT.glob(CPUFREQ)) if cpus is None else cpus)
-            if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
+def cpufreq_MHz(cpus):
+    """The cpufreq reading (MHz) of each CPU folder in `cpus` (from CPUFREQ); [] in a VM."""
+    return [int(v) // 1000 for p in cpus if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_settings():
@@ -1227,7 +1227,7 @@ def machine_load(own_pids):
 # ----------------------------------------------------------------------------------------------
 # Timing and the canary: run_for times every batch; the canary, a small fixed workload, is read
 # between every two batches of a worker (watched), and a batch it read slow before and after is
-# set aside from the figures (BATCH_PARTS, mark_batches, slow); timer_cost_ratio prices the timers.
+# set aside from the figures (BATCH_PART, mark_batches, slow); timer_cost_ratio prices the timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
@@ -1275,14 +1275,18 @@ def watched(fn, min_time, canary, blas_threads=None):
 
 
 @contextlib.contextmanager
-def machine_around(rec, canary, MHz):
+def machine_around(rec, canary, clock):
     """What the machine did around one sample: page faults (None where the OS counts none) and the
-    canary's cost into its T's record, the clock after it (cpufreq's MHz, if readable) into MHz."""
+    canary's cost into its T's record; the clock after it (clock["cpus"]' MHz) into clock["MHz"]."""
     f0, c0 = page_faults(), canary["spent_s"]
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
     rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
-    MHz.extend([sum(now) / len(now)] if (now := cpufreq_MHz()) else [])
+    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["cpus"])) else [])
+
+
+TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
+                           # beside an untimed one: what the timers cost (timer_cost_ratio)
 
 
 def timer_cost_ratio(x, mha, mask, m, first):
@@ -1514,7 +1518,9 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker still running then is stopped (a default one takes ~5 s, AMD)
+WORKER_TIMEOUT_S = 900  # a worker not done after this many seconds is killed and the run fails:
+                        # a hang, not a slow machine (a default run's workers: 1-5 s, AMD host)
+CEILING_WORKERS = 5     # the first warm workers also time the ceilings
 TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
              "heap_mode", "samples_each_T", "interleave", "timer_pairs", "one_thread_rounds",
              "pass_Ts", "in_cache_bytes", "ceiling_spec")
@@ -1531,9 +1537,9 @@ def worker_job(task):
         gc.disable()
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            MHz = []
-            sampled = {"by_T": take_samples(task, mha, canary, MHz), "started": started,
-                       "sampling_s": time.perf_counter() - t0, "MHz": MHz,
+            clock = {"cpus": sorted(SYSROOT.glob(CPUFREQ)), "MHz": []}  # found once; VM: none
+            sampled = {"by_T": take_samples(task, mha, canary, clock), "started": started,
+                       "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
                        "preempted": None if switches is None else preemptions() - switches}
             around_samples = len(canary["readings"])  # the readings a process's reference uses
             calls = {str(T): calls_at(T, task, mha, canary) for T in task["pass_Ts"]}
@@ -1600,9 +1606,9 @@ def make_plan(args, hardware, threads):
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)
-    rounds = math.ceil(per_T / n_warm)  # each worker's rounds of one sample of every T
+    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T: its rounds over every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
-    one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
+    one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
     ceiling_workers = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / ceiling_workers),
@@ -1615,7 +1621,7 @@ def make_plan(args, hardware, threads):
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "samples_each_T": rounds, "ceiling_spec": spec if i < ceiling_workers else None,
+                   "samples_each_T": each_T, "ceiling_spec": spec if i < ceiling_workers else None,
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
@@ -1634,10 +1640,7 @@ def spawn_all(plan, in_process):
         say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
             f"{task['T_sweep']}")
         done.append(spawn_one(task, in_process, WORKER_TIMEOUT_S))
-        if n == 0:  # from here, the warm workers' pace gives the time left
-            t1 = time.perf_counter()
-        left = (time.perf_counter() - t1) / max(1, n) * (len(plan["tasks"]) - n - 1)
-        say(f"worker {task['label']} done" + f"  (~{left:.0f} s left)" * (n > 0 and left > 0))
+        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
     load.append(machine_load({os.getpid()}))
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
                                 if os.name == "nt" and not in_process else 0)
@@ -1648,14 +1651,14 @@ def spawn_all(plan, in_process):
 # The run's verdict: the samples and processes the canary sets aside; each check a value against
 # a limit, ok True, False or None (not made here); "quiet" only if none failed. A failed check
 # says what happened and what to do, from what the run measured, never more. Its limits are
-# chosen: each says what it bounds.
+# chosen: each says what it limits.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_PARTS = ("compute",)  # the canary parts a batch is judged on; the BLAS part (all BLAS
+BATCH_PART = "compute"    # the canary part a batch is judged on; the BLAS part (all BLAS
                           # threads) judges processes only: after calm batches on the AMD host it
                           # read x1.05-1.73 by the T just run (one thread: x1.00-1.07), not by load
-BATCH_SLOW = 1.25         # a batch is slow when a BATCH_PARTS part took this much over its
-                          # process's reference (calm batches' compute part: x1.00-1.02, median)
+BATCH_SLOW = 1.25         # a batch is slow when BATCH_PART took this much over its process's
+                          # reference (calm batches on the AMD host, median per T: x1.00-1.02)
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
                           # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
@@ -1687,14 +1690,11 @@ def canary_quantile(readings, q):
 
 
 def mark_batches(worker, reference):
-    """Each timed batch of a worker's samples gets canary_ratio, its slowest BATCH_PARTS part over
-    that part's reference, each part at the faster of its two readings (one reading caught by an
-    interrupt is not a slow spell), and canary_part, which part that was."""
+    """Each timed batch of a worker's samples gets canary_ratio: BATCH_PART at the faster of its
+    two readings (one reading caught by an interrupt is not a slow spell) over its reference."""
     for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
         before, after = batch["canary_pair"]
-        ratios = {p: min(before[p], after[p]) / reference[p] for p in BATCH_PARTS}
-        batch["canary_part"] = max(ratios, key=ratios.get)
-        batch["canary_ratio"] = ratios[batch["canary_part"]]
+        batch["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
 
 
 def slow(batch):
@@ -1819,16 +1819,14 @@ def canary_checks(rows, workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
     half or more of the warm processes left out with both parts slow (a slow stretch or a slower
     core would slow both, a hypothesis; the AMD host's slow ones, measured: BLAS part alone)."""
-    aside, what, part = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}",
-                             max(r["set_aside_by_canary_part"], default=None,
-                                 key=r["set_aside_by_canary_part"].get)) for r in rows)
+    aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
+                      for r in rows)
     n = len(workers)
     both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_PARTS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
-                aside, SET_ASIDE_LIMIT, f"the canary ran slow around {100 * aside:.0f}% of the "
-                f"{what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)" + (
-                    f", mostly its {part} part" if part else "") +
+                aside, SET_ASIDE_LIMIT, f"the canary's {BATCH_PART} part ran slow around "
+                f"{100 * aside:.0f}% of the {what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)"
                 ": too few samples of the machine's fast side remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
@@ -1879,16 +1877,16 @@ def cooperation_finding(windows, threads_ran):
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows, windows):
-    """Disturbed on evidence that something else used the machine (others' CPU, steal, the workers'
-    preemptions) or changed under the run (the clock; the canary's two rules). Findings beside:
-    processes in two groups, threads that barely help; the default-heap worker's preemptions."""
+def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, counted, left_out, rows, windows):
+    """Disturbed on evidence that something else used the machine (others' CPU, steal, the warm
+    workers' preemptions) or changed under the run (the clock, of the counted; the canary's rules).
+    Findings: processes in two groups, threads that barely help; the default heap's preemptions."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, workers, other_procs),
-        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"],
-                       [w for w in workers if w["label"] not in left_out], hardware["virtualized"]),
+        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
+                       hardware["virtualized"]),
         **canary_checks(rows, workers, left_out)}), "other_processes": other_procs[:5],
         "findings": {"process_groups": process_group_findings(rows),
                      "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])},
@@ -1897,13 +1895,14 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, left_out, rows,
 
 
 # ----------------------------------------------------------------------------------------------
-# --compare A B: measures nothing. A is the baseline (say, the committed reference), B the new run
+# --compare A B: measures nothing. A is the baseline (say, the committed run), B the new run
 # (say, a learner's laptop): first whether the two machines were in the same state, then per op
 # and T whether B is faster, slower or the same, against both runs' own noise. load_results is
 # the one check that a results.json holds what --replot and --compare read.
 
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-MACHINE_LIMIT = 1.25      # --compare: a machine reference that moves this much: another state
+MACHINE_LIMIT = 1.25      # --compare: a machine fact (a copy, beta, one thread's av) that moves
+                          # this much: the machines were in another state
 CEILING_LIMIT = 1.10      # --compare: pi or the ridge this much apart: the runs' stories differ
 
 
@@ -1929,7 +1928,7 @@ def compare_rows(a, b, Ts):
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
-        oa, ob = (row_at(res["sweep"], T)["ops"][op] for res in (a, b))
+        oa, ob = (at_T(res["sweep"], T)["ops"][op] for res in (a, b))
         band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
         ratio = ob["time_s"] / oa["time_s"]
         rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
@@ -1942,7 +1941,7 @@ def compare_rows(a, b, Ts):
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
     over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
-    w = lambda r: row_at(r["analysis"]["threading_windows"], T)  # noqa: E731
+    w = lambda r: at_T(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
@@ -2003,7 +2002,7 @@ def compare(arg_a, arg_b, out):
     signals = state_signals(a, b, facts)
     c = {"a": str(pa), "b": str(pb), "T": Ts, "same_state": not signals,
          "state_signals": signals, "rows": compare_rows(a, b, Ts),
-         "left_out_T": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
+         "T_not_shared": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
     write_atomically(out or pb.parent, {"compare.json": to_json(c)})
     print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
           "differs: the differences below may be the code's, or noise" if c["same_state"] else
@@ -2013,8 +2012,8 @@ def compare(arg_a, arg_b, out):
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
               f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['change']}")
-    if (left := c["left_out_T"])["a_only"] or left["b_only"]:
-        print(f"\nleft out: T={left['a_only']} only in A, T={left['b_only']} only in B")
+    if (apart := c["T_not_shared"])["a_only"] or apart["b_only"]:
+        print(f"\nnot compared: T={apart['a_only']} only in A, T={apart['b_only']} only in B")
     print("\n  fact: A | B   (* the two runs tell a different story here)")
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     for f in facts:
@@ -2147,7 +2146,7 @@ def report(results, out):
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['ridge']:.2f} FLOP/byte; "
           f"run conditions: {results['conditions']['verdict']}")
-    if out.resolve() != HERE and (HERE / "results.json").is_file():  # the reference run's folder
+    if out.resolve() != HERE and (HERE / "results.json").is_file():  # the committed run's folder
         here = Path.cwd().resolve()
         perf, ref, new = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
             Path(__file__).resolve(), HERE / "results.json", out.resolve())]
