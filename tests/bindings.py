@@ -89,6 +89,11 @@ WORDS = "none one two three four five six seven eight nine ten eleven twelve".sp
 TS = (64, 128, 256, 512)
 
 
+def count(n):
+    """A count in words up to twelve, in digits above, as the write-up spells counts."""
+    return WORDS[n] if n < len(WORDS) else str(n)
+
+
 def word_list(items):
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -210,13 +215,6 @@ def verdict(r):
 TIMER = lambda r: [x["instrumentation_overhead"] for x in r["sweep"]]  # noqa: E731
 
 
-def LEFT_OUT_RATIOS(r, ops):
-    """The left-out processes' own estimates at T = 512 over the figures, for these ops ([1]
-    where none was left out: the text's figure then fails its claim, and rebind says so)."""
-    x = row(r, 512)
-    return [e[k] / x["ops"][k]["time_s"] for e in x["left_out_s"].values() for k in ops] or [1.0]
-
-
 def DEAREST_EVERYWHERE(entries):
     """exp the dearest pass at every T of these softmax_passes entries (a run's list of passes,
     or a digest's dict of them by name)."""
@@ -318,7 +316,7 @@ LAB = [
     ("bytes come to **{} %** of their time across T", lambda r, m: "{}** to **{}".format(
         *(pct(f(SHARE(r, T, "copy") for T in TS), 0) for f in (min, max)))),
     ("One by one, from **{}** times it", lambda r, m: both(min(ONE_BY_ONE(r)), max(ONE_BY_ONE(r)), 2)),
-    ("repeats (of **{}**: the left-out", lambda r, m: str(r["config"]["ceiling_repeats"])),
+    ("repeats (of **{}**: none dropped", lambda r, m: str(r["config"]["ceiling_repeats"])),
     ("The passes' sum lies **{} %** from", lambda r, m: "{}**, **{}**, **{}** and **{}".format(
         *(signed(REM(SP(r, T))) for T in TS))),
     ("at every T**, at T = 512 **{}** ns", lambda r, m: num(PS(r, 512, "exp")["ns_per_element"], 2)),
@@ -354,9 +352,7 @@ LAB = [
     ("the matmul takes **{} ms** and", lambda r, m: ms(SS(r, 512)["matmul_s"])),
     ("and the scaling **{} ms**", lambda r, m: ms(SS(r, 512)["scale_s"])),
     ("ms** (**{} %** of the two)", lambda r, m: pct(SS(r, 512)["scale_share"], 0)),
-    ("at T = 512 at **{}** times the figures", lambda r, m: range_of(LEFT_OUT_RATIOS(r, ("scores", "av")), 2)),
-    ("the softmax at **{}**. The reruns", lambda r, m: range_of(LEFT_OUT_RATIOS(r, ("softmax",)), 2)),
-    ("The reruns left out **{}** of", lambda r, m: WORDS[sum(len(x["left_out"]) for x in RERUNS)]),
+    ("The reruns left out **{}** of", lambda r, m: count(sum(len(x["left_out"]) for x in RERUNS))),
     ("of their **{}**. The processes", lambda r, m: str(sum(x["config"]["workers"] for x in RERUNS))),
     ("**{} reruns ran slower.**", lambda r, m: WORDS[len(SLOW_BLAS())].capitalize()),
     ("At T = 512 scores took **{}** ms, against", lambda r, m: range_of(R_T512(SLOW_BLAS(), "scores"), 3)),
@@ -365,6 +361,8 @@ LAB = [
     ("av on two BLAS threads took **{}** times one thread's time", lambda r, m: range_of(
         [x["threads_over_one"]["512"]["av"] for x in SLOW_BLAS()], 2)),
     ("(the nine: at most **{}**)", lambda r, m: at_most(max(x["threads_over_one"]["512"]["av"] for x in OTHER_RERUNS()), 2)),
+    ("of their kind: scores at T = 512 took **{}** ms", lambda r, m: f"{1e3 * op(r, 512, 'scores')['time_s']:.3f}"),
+    ("av on two threads **{}** times one thread's time", lambda r, m: f"{window(r, 512)['threads_over_one']['av']:.2f}"),
     ("interval is widest, {}:", lambda r, m: "{} at T = {}".format(*widest(r))),
     ("**{} %** between them against", lambda r, m: pct(WIDEST(r)["between_process_rsd"])),
     ("against **{} %** within one", lambda r, m: pct(WIDEST(r)["within_process_rsd"])),
@@ -461,7 +459,7 @@ SOLUTION = [
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("(the reference's did from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
-    ("found none; **{}** of its twelve reruns did", lambda r, m: WORDS[sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS)]),
+    ("found one; **{}** of its twelve reruns did", lambda r, m: WORDS[sum(x["levels"]["DRAM"]["plateau"] for x in RERUNS)]),
     ("each the 75th percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"])
      if C(r)["beta_repeats"] == C(r)["pi_repeats"] else "?"),
     ("β and π each the {}th percentile", lambda r, m: EST(r, "ceiling_quantile")),
@@ -561,7 +559,7 @@ MARKERS = [
     (LABR, "how much of the gap the faults make is not separated)."),
     (REFL, "how much of that the faults caused, I did not separate."),
     (REFL, "how much faster that would make them is a question I cannot answer yet."),
-    (LABR, "Why those runs were slower is not measured."),
+    (LABR, "Why such runs are slower is not measured."),
     (LABR, "The rest is not measured: the"),
     (LABR, "What makes processes differ is not measured."),
     (SOL, "The run does not say why."),
@@ -618,12 +616,12 @@ CLAIMS = [
     (LABR, "for this run's processes only: reruns fell outside it", lambda r, m: any(
         not (op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1])
         for x in RERUNS for k in OPS)),
-    (LABR, "Each process left out here", lambda r, m: r["canary"]["left_out"] and all(
-        v["canary_part"] == "blas" for v in r["canary"]["left_out"].values())),
-    (LABR, "was left out for its canary's BLAS part; their own estimates", lambda r, m: set(row(r, 512)["left_out_s"]) == set(
-        r["canary"]["left_out"]) and not set(r["canary"]["left_out"]) & set(row(r, 512)["processes"])),
+    (LABR, "This run left out no process", lambda r, m: not r["canary"]["left_out"]
+     and all(len(x["processes"]) == r["config"]["workers"] for x in r["sweep"])),
     (LABR, "Each called itself quiet", lambda r, m: SLOW_BLAS() and all(
         x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
+    (LABR, "The committed run is of their kind", lambda r, m: window(r, 512)["threads_over_one"]["scores"] > 1
+     and all(1e3 * op(r, 512, k)["time_s"] > max(R_T512(OTHER_RERUNS(), k)) for k in OPS)),
     (LABR, "reruns ran slower.", lambda r, m: APART(SLOW_BLAS(), OTHER_RERUNS(), ("scores", "av"), 1.2)),
     (LABR, "its verdict's only trace is a finding", lambda r, m: all(
         x["threads_over_one"]["512"]["av"] > perf.COOPERATION_LIMIT and not x["conditions_failed"] for x in SLOW_BLAS())
@@ -640,8 +638,7 @@ CLAIMS = [
     (LABR, "from T = 128 on some passes ran faster on the forward's arrays than in cache, no floor for a single pass",
      lambda r, m: any(p["ns_per_element"] < p["in_cache_ns_per_element"] for e in r["analysis"]["softmax_passes"]
                       if e["T"] >= 128 for p in e["passes"])),
-    (LABR, "the left-out processes' dropped", lambda r, m: C(r)["beta_repeats"] < r["config"]["ceiling_repeats"]
-     and any(w["label"] in r["canary"]["left_out"] for w in r["worker_processes"][1:1 + perf.CEILING_WORKERS])),
+    (LABR, "(of **20**: none dropped;", lambda r, m: C(r)["beta_repeats"] == r["config"]["ceiling_repeats"]),
     (LABR, "larger floors, exp the dearest pass.", lambda r, m: DEAREST_EVERYWHERE(e for x in RERUNS for e in x["softmax_passes"])),
     (LABR, "The processes kept still differ more than one process's samples do where the interval is widest",
      lambda r, m: PROCESSES_DIFFER(r)),
@@ -659,22 +656,22 @@ CLAIMS = [
      and r["hardware"]["cpu_governor_at_run"] == "unavailable"),
     (LABR, "made just before this one", lambda r, m: R_SHA(m)),
     # the next run: each statement true of every rerun, or counted
-    (LABR, "**In every rerun**: the softmax memory-bound at every T, the largest op, over half the forward",
+    (LABR, "**In every rerun**: the softmax memory-bound at every T, the largest op, about half the forward or more",
      lambda r, m: R_ALL(lambda x: x["bound"]["softmax"] == ["memory"] * 4
                         and set(x["dominant_op_per_T"].values()) == {"softmax"}
-                        and all(s["softmax"] > 0.5 for s in x["time_share"].values()))),
+                        and all(s["softmax"] > 0.45 for s in x["time_share"].values()))),
 
 
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "It ran on a 2-core VM on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
-    ("README.md", "Against β, the softmax at every T; scores and av at T = 64, near the ridge at T = 128 and compute-bound "
-     "from T = 256 on", lambda r, m: ALL_T(r, ("softmax",), "memory") and all(
-         [x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "compute", "compute"] for k in ("scores", "av"))),
+    ("README.md", "Against β, the softmax at every T; scores and av at T = 64, near the ridge at T = 128 and 256 and "
+     "compute-bound at T = 512", lambda r, m: ALL_T(r, ("softmax",), "memory") and all(
+         [x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"] for k in ("scores", "av"))),
     ("README.md", "like every quiet rerun's, lies below d_k/2, where their intensity levels off",
      lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
          x["ridge_intensity"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
-    ("README.md", "ran slow for its whole life is left out and named", lambda r, m: r["canary"]["left_out"] and all(
-        w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
+    ("README.md", "ran slow for its whole life is left out and named", lambda r, m: any(x["left_out"] for x in RERUNS)
+     and all(w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     ("README.md", "every op at T = 512 ran slower than in all the others, and each called itself quiet", lambda r, m: APART(
         SLOW_BLAS(), OTHER_RERUNS(), OPS) and all(x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
     ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
@@ -694,15 +691,14 @@ CLAIMS = [
 
     (REP, "in ten fresh processes", lambda r, m: r["config"]["workers"] == 10),
     (REP, "since processes can differ more than one process's samples do", lambda r, m: PROCESSES_DIFFER(r)),
-    (REP, "leaves out, named, a process whose canary ran slow for its whole life; a process slow on the ops alone is kept, "
-     "and the run reports where processes fall into groups", lambda r, m: r["canary"]["left_out"]
-     and min(LEFT_OUT_RATIOS(r, ("scores", "av"))) > 1.2 and PROCESSES_DIFFER(r)),
+    (REP, "leaves out, named, a process whose canary ran slow for its whole life (this run left out none), and the run "
+     "reports where processes fall into groups", lambda r, m: not r["canary"]["left_out"]
+     and any(x["left_out"] for x in RERUNS) and PROCESSES_DIFFER(r)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
-    (REP, "scores and av pass this run's ridge, which lies below d_k/2, and are compute-bound from T = 256 on",
+    (REP, "scores and av pass this run's ridge, which lies below d_k/2, near it at T = 128 and 256 and compute-bound at T = 512",
      lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
-         x["ops"][k]["bound"] == "compute" for x in r["sweep"] if x["T"] >= 256 for k in ("scores", "av"))
-     and op(r, 128, "scores")["bound"] != "compute"),
+         [x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"] for k in ("scores", "av"))),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; at every T "
      "they cost together what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
     (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and EXP_DISPATCHED(r)
@@ -717,7 +713,7 @@ CLAIMS = [
     (SOL, "The reference ran on a 2-core AMD EPYC virtual machine", lambda r, m: EPYC_VM(r)),
     (SOL, "even among the processes it keeps", lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
-    (SOL, "(the committed run found none;", lambda r, m: not LV(r, "DRAM")["plateau"]),
+    (SOL, "(the committed run found one;", lambda r, m: LV(r, "DRAM")["plateau"]),
     (SOL, "The reference's ridge lies below it: there scores and av turn compute-bound as T grows",
      lambda r, m: THR(r)["T_threshold"] is not None and all(
          op(r, 64, k)["bound"] != "compute" and op(r, 512, k)["bound"] == "compute" for k in ("scores", "av"))),
@@ -755,7 +751,7 @@ CLAIMS = [
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
      lambda r, m: P27(r)["bytes_reduction"] >= 10),
-    (REFL, "the longest forward took about twice as long as it does, up to two and a half times", lambda r, m: 1.8 < (
-        row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"]) < 2.2 and 2.3 < max(
-        x["default_heap"]["512"]["forward_s"] / x["forward_s"]["512"] for x in RERUNS) < 2.7),
+    (REFL, "the longest forward took about twice as long as it does, up to three times", lambda r, m: 1.8 < (
+        row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"]) < 2.2 and 2.7 < max(
+        x["default_heap"]["512"]["forward_s"] / x["forward_s"]["512"] for x in RERUNS) < 3.2),
 ]
