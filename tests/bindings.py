@@ -361,8 +361,8 @@ LAB = [
     ("av on two BLAS threads took **{}** times one thread's time", lambda r, m: range_of(
         [x["threads_over_one"]["512"]["av"] for x in SLOW_BLAS()], 2)),
     ("(the nine: at most **{}**)", lambda r, m: at_most(max(x["threads_over_one"]["512"]["av"] for x in OTHER_RERUNS()), 2)),
-    ("of their kind: scores at T = 512 took **{}** ms", lambda r, m: f"{1e3 * op(r, 512, 'scores')['time_s']:.3f}"),
-    ("av on two threads **{}** times one thread's time", lambda r, m: f"{window(r, 512)['threads_over_one']['av']:.2f}"),
+    ("of their kind: scores at T = 512 took **{}** ms", lambda r, m: ms(op(r, 512, "scores")["time_s"])),
+    ("av on two threads **{}** times one thread's time", lambda r, m: num(window(r, 512)["threads_over_one"]["av"], 2)),
     ("interval is widest, {}:", lambda r, m: "{} at T = {}".format(*widest(r))),
     ("**{} %** between them against", lambda r, m: pct(WIDEST(r)["between_process_rsd"])),
     ("against **{} %** within one", lambda r, m: pct(WIDEST(r)["within_process_rsd"])),
@@ -550,6 +550,9 @@ ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
                         for e in r["analysis"]["softmax_passes"] for p in e["passes"]]
 PROCESSES_DIFFER = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
+SCORES_AV_CLASSES = lambda r: all([x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"]  # noqa
+                                  for k in ("scores", "av"))  # memory at T = 64, near the ridge at 128 and 256
+RERUNS_LEFT_OUT = lambda: any(x["left_out"] for x in RERUNS)  # noqa: E731  some rerun left a process out
 R_SHA = lambda m: len(RERUNS) == 12 and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)  # noqa
 
 # Markers: a question left open, said in plain text; no claim, so no predicate: only present.
@@ -665,12 +668,11 @@ CLAIMS = [
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "It ran on a 2-core VM on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
     ("README.md", "Against β, the softmax at every T; scores and av at T = 64, near the ridge at T = 128 and 256 and "
-     "compute-bound at T = 512", lambda r, m: ALL_T(r, ("softmax",), "memory") and all(
-         [x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"] for k in ("scores", "av"))),
+     "compute-bound at T = 512", lambda r, m: ALL_T(r, ("softmax",), "memory") and SCORES_AV_CLASSES(r)),
     ("README.md", "like every quiet rerun's, lies below d_k/2, where their intensity levels off",
      lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
          x["ridge_intensity"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
-    ("README.md", "ran slow for its whole life is left out and named", lambda r, m: any(x["left_out"] for x in RERUNS)
+    ("README.md", "ran slow for its whole life is left out and named", lambda r, m: RERUNS_LEFT_OUT()
      and all(w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     ("README.md", "every op at T = 512 ran slower than in all the others, and each called itself quiet", lambda r, m: APART(
         SLOW_BLAS(), OTHER_RERUNS(), OPS) and all(x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
@@ -693,12 +695,11 @@ CLAIMS = [
     (REP, "since processes can differ more than one process's samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REP, "leaves out, named, a process whose canary ran slow for its whole life (this run left out none), and the run "
      "reports where processes fall into groups", lambda r, m: not r["canary"]["left_out"]
-     and any(x["left_out"] for x in RERUNS) and PROCESSES_DIFFER(r)),
+     and RERUNS_LEFT_OUT() and PROCESSES_DIFFER(r)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
     (REP, "scores and av pass this run's ridge, which lies below d_k/2, near it at T = 128 and 256 and compute-bound at T = 512",
-     lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
-         [x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"] for k in ("scores", "av"))),
+     lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and SCORES_AV_CLASSES(r)),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; at every T "
      "they cost together what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
     (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and EXP_DISPATCHED(r)
