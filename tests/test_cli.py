@@ -201,6 +201,22 @@ def test_a_worker_that_hangs_is_killed_after_its_timeout():
     assert time.perf_counter() - start < 10
 
 
+def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch):
+    default = tiny_task(samples_each_T=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
+    assert perf.worker_timeout(default) == perf.WORKER_TIMEOUT_S  # a default worker's: 1-5 s
+    for task in (tiny_task(**{**default, "samples_each_T": 1000, "min_time": 0.5}),  # 2000 s
+                 tiny_task(**{**default, "T_sweep": [16384]})):  # a forward: ~75 GFLOPs
+        asked = task["samples_each_T"] * sum(max(task["min_time"], 74e9 * (T / 16384)**2 / 1e9)
+                                             for T in task["T_sweep"])
+        assert perf.worker_timeout(task) >= 10 * asked > perf.WORKER_TIMEOUT_S
+    given = []
+    monkeypatch.setattr(perf, "WORKER_TIMEOUT_S", 0)  # so that a tiny task's is its own
+    monkeypatch.setattr(perf, "spawn_one", lambda task, in_process, timeout: given.append(
+        timeout == perf.worker_timeout(task)) or perf.worker_job(task))
+    perf.main([*TINY, "--out", str(tmp_path)])
+    assert given == [True, True]  # the default-heap worker and the warm one
+
+
 def test_a_worker_that_exits_0_without_a_result(tmp_path, monkeypatch):
     script = tmp_path / "silent.py"
     script.write_text("import sys; sys.stdin.read()\n")

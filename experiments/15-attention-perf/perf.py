@@ -1518,12 +1518,20 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-WORKER_TIMEOUT_S = 900  # a worker not done after this many seconds is killed and the run fails:
-                        # a hang, not a slow machine (a default run's workers: 1-5 s, AMD host)
-CEILING_WORKERS = 5     # the first warm workers also time the ceilings
-TASK_KEYS = ("label", "d_model", "n_heads", "seed", "T_sweep", "min_time", "threads_limit",
-             "heap_mode", "samples_each_T", "interleave", "timer_pairs", "one_thread_rounds",
-             "pass_Ts", "in_cache_bytes", "ceiling_spec")
+HANG_RATIO = 100         # a worker still running after this many times the sampling its task
+WORKER_TIMEOUT_S = 900   # asks, and at least this many seconds, is hung: killed, the run fails
+SLOW_GFLOPS = 1          # a sample's length: min_time, or one forward's FLOPs at this slow rate
+CEILING_WORKERS = 5      # the first warm workers also time the ceilings
+
+
+def worker_timeout(task):
+    """Seconds a worker may take (a default run's take 1-5 s on the AMD host): its samples'
+    sampling time, scaled by HANG_RATIO for the passes, ceilings and a slow machine."""
+    forward_s = lambda T: sum(f for f, _ in op_cost(  # noqa: E731
+        T, task["d_model"], task["n_heads"]).values()) / (SLOW_GFLOPS * 1e9)
+    asked = task["samples_each_T"] * sum(max(task["min_time"], forward_s(T))
+                                         for T in task["T_sweep"])
+    return max(WORKER_TIMEOUT_S, HANG_RATIO * asked)
 
 
 def worker_job(task):
@@ -1557,13 +1565,18 @@ def worker_entry():
     """`perf.py --worker`: a task (JSON) on stdin, its result alone on stdout; bad task: exit 2."""
     try:
         task = json.loads(sys.stdin.read())
-        if not isinstance(task, dict) or any(k not in task for k in TASK_KEYS):
-            raise ValueError("a task needs " + ", ".join(TASK_KEYS))
+        if not isinstance(task, dict):
+            raise ValueError("not a JSON object")
     except ValueError as e:  # a JSONDecodeError too
         print(f"perf.py --worker: bad task: {e}", file=sys.stderr)
         return 2
     try:
         sys.stdout.write(json.dumps(worker_job(task)))
+    except KeyError as e:  # a key make_plan writes, missing: the task fails where it is read
+        if e.args[0] in task:
+            raise
+        print(f"perf.py --worker: bad task: no {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
         return 130
     return 0
@@ -1639,7 +1652,7 @@ def spawn_all(plan, in_process):
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
             f"{task['T_sweep']}")
-        done.append(spawn_one(task, in_process, WORKER_TIMEOUT_S))
+        done.append(spawn_one(task, in_process, worker_timeout(task)))
         say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
     load.append(machine_load({os.getpid()}))
     own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
@@ -2037,11 +2050,13 @@ def parse_args(argv):
     add("--d-model", type=int, default=64)
     add("--n-heads", type=int, default=4)
     add("--seed", type=int, default=0)
+    dflt = PROFILES["default"]
     add("--min-time", type=float, help="seconds of work in each sample and each ceiling "
-        "repeat, at least (default 0.05)")
+        f"repeat, at least (default {dflt['min_time']:g})")
     add("--samples", type=int, help="samples per T over all workers, rounded "
-        "up to a multiple of --workers (default 100)")
-    add("--workers", type=int, help="warm worker processes, one at a time (default 10)")
+        f"up to a multiple of --workers (default {dflt['samples_per_T']})")
+    add("--workers", type=int, help=f"warm worker processes, one at a time (default "
+        f"{dflt['worker_count']})")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS, else one "
         "per physical core)")
