@@ -59,7 +59,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
-                "worker_count": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
+                "process_count": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
                 "canary_cost": 0.005,

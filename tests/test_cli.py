@@ -27,7 +27,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
     n = 2 - len(res["canary"]["left_out"])  # a process the canary saw slow throughout: left out
     for r in res["sweep"]:  # Block B: mean, std per op, from the kept samples of those not left out
-        assert r["worker_count"] == n and r["sample_count"] == 3 * n
+        assert r["process_count"] == n and r["sample_count"] == 3 * n
         for k in OPS + ["total"]:
             assert {"mean_s", "std_s", "time_s", "time_s_interval"} <= set(r["ops"][k])
             assert 1 <= len(r["ops"][k]["worker_times"]) <= 2  # a worker with none kept: none

@@ -214,7 +214,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ([\d, ]+)\)", said(bars))
     assert (int(m[1]), int(m[2]), int(m[3])) == (100 * res["estimators"]["process_quantile"],
-                                                 dflt["sample_count"], dflt["worker_count"])
+                                                 dflt["sample_count"], dflt["process_count"])
     assert [int(n) for n in m[4].split(", ")] == [r["samples_set_aside"]
                                                    for r in res["sweep_default_heap"]]
     m = re.search(r"roofs: beta and pi the (\d+)th percentile of (\d+) and (\d+) repeats, each >= "

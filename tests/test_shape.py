@@ -19,10 +19,10 @@ def local_names(fn):
     return bound
 
 
-MAX_LINES = 2200  # the size perf.py aims at, chosen: the lab's Blocks A-F (~1,000 lines, the part
-                  # a learner sets beside their own) and a harness of ~1,200. A feature that needs
-                  # more pays for it with a simplification first; raising this number is a
-                  # decision, not a fix.
+MAX_LINES = 2235  # the size perf.py aims at, chosen (issue 40): the lab's Blocks A-F (~1,000
+                  # lines, the part a learner sets beside their own) and a harness of ~1,200 that
+                  # judges its own run. A feature that needs more pays for it with a
+                  # simplification first; raising this number is a decision, not a fix.
 
 
 def test_at_most_MAX_LINES_of_at_most_100_characters_and_no_function_over_60():

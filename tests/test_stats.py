@@ -110,7 +110,7 @@ def test_pool_T_by_hand():
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09], "canary_s": 0.002,
          "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
     row = perf.pool_T(64, [a, b], min_time=0.010)
-    assert (row["sample_count"], row["worker_count"], row["forwards_per_sample"]) == (11, 2, [10, 12])
+    assert (row["sample_count"], row["process_count"], row["forwards_per_sample"]) == (11, 2, [10, 12])
     assert row["samples_set_aside"] == 1
     assert row["set_aside_median_ratio"] == 2.0
     assert row["figures_from"] == "kept samples"

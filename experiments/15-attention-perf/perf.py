@@ -188,7 +188,7 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # verdict (Part II) adds canary_ratio: the canary's BATCH_PART part, the faster of the two
 # readings, over its process's reference; a sample over BATCH_SLOW is set aside (slow).
 PROFILES = {  # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-    "default": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10,
+    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10,
                 "default_heap_samples": 6, "ceiling_repeats": 20, "cache_repeats": 10,
                 "matmul_n": 2048, "dram_bytes": None},
     "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
@@ -234,7 +234,8 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
     "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
-    "the processes in canary.left_out feed none",
+    "the processes in canary.left_out feed none; at a T where the canary kept no sample, every "
+    "sample (figures_from says)",
     "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
     "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 
@@ -294,37 +295,23 @@ def summarize(by_process):
 
 def pool_T(T, records, min_time):
     """One T's row: per op summarize's statistics of the samples the canary kept, from the
-    processes that kept any, named (none did: all, figures_from says); what was set aside, the
-    samples' length, what the timers and canary cost and miss, the faults; forward_s: ops summed."""
+    processes that kept any, named (none did: all, figures_from says); what was set aside;
+    forward_s: the ops summed; what the samples say of the harness (harness_figures)."""
     samples = [s for p in records for s in p["samples"]]
-    aside, forwards = [s for s in samples if slow(s)], [s["n"] for s in samples]
+    aside = [s for s in samples if slow(s)]
     kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in records}
     feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in records}
     in_figures = [s for w in feeding.values() for s in w]
-    with_one_thread = samples + [s for p in records for s in p["one_thread"]]
-    faults = [p["faults"] for p in records]
     ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
-    row = {"T": T, "sample_count": len(samples), "worker_count": len(records), "ops": ops,
-           "forward_s": sum(ops[op]["time_s"] for op in OPS),
-           "processes": list(feeding), "samples_in_figures": len(in_figures),
-           "processes_without_kept_samples": [k for k, w in kept.items() if not w],
-           "samples_set_aside": len(aside),
-           "figures_from": "kept samples" if any(kept.values()) else
-           "all samples: the canary kept none",
-           "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
-           if aside else None,
-           "canary_cost": math.fsum(p["canary_s"] for p in records) / math.fsum(
-               s["batch_s"] for s in samples),
-           "forwards_per_sample": [min(forwards), max(forwards)],
-           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
-           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
-           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
-                                              for s in in_figures])),
-           "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
-    if pair_ratios := [v for p in records for v in p["timer_ratios"]]:
-        row.update(timer_pair_count=len(pair_ratios),
-                   **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
-    return row
+    return {"T": T, "sample_count": len(samples), "process_count": len(records), "ops": ops,
+            "forward_s": sum(ops[op]["time_s"] for op in OPS),
+            "processes": list(feeding), "samples_in_figures": len(in_figures),
+            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
+            "samples_set_aside": len(aside),
+            "figures_from": "kept samples" if any(kept.values()) else
+            "all samples: the canary kept none",
+            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
+            if aside else None, **harness_figures(records, samples, in_figures, min_time)}
 
 
 def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out_workers=()):
@@ -338,7 +325,7 @@ def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out_workers
     return rows, [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts]
 
 
-def at_T(entries, T):
+def entry_at(entries, T):
     """The entry at T of a per-T list (the sweep's rows, the threading windows), else None."""
     return next((e for e in entries if e["T"] == T), None)
 
@@ -498,7 +485,7 @@ def plot_perf(res):
                bbox_to_anchor=(0.5, 0.945))
     heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
-                 f"{heap_row['sample_count']} samples per T from {heap_row['worker_count']} "
+                 f"{heap_row['sample_count']} samples per T from {heap_row['process_count']} "
                  "default-heap process (set aside: " + ", ".join(
                      str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
@@ -538,26 +525,26 @@ def op_cost(T, d_model, n_heads):
 
 # The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
 # each once: the call's traffic and its working set.
-PASS_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
+CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASSES, SCORES_STEPS = ([c.split("/")[1] for c in PASS_ARRAYS if c.startswith(op)]
+PASSES, SCORES_STEPS = ([c.split("/")[1] for c in CALL_ARRAYS if c.startswith(op)]
                         for op in ("softmax/", "scores/"))  # their names, in that order
 # The arrays each op reads or writes as naive numpy runs it (scores' and the softmax's: their
 # calls'): its footprint, not its traffic, what has to fit in a cache for the op to work from it.
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
-    a for call, arrays in PASS_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
+    a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
 
 
-def pass_bytes(T, d_model, n_heads, table=PASS_ARRAYS):
+def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
     """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
     a = forward_arrays(T, d_model, n_heads)
     return {call: sum(a[k] for k in arrays) for call, arrays in table.items()}
 
 
-working_set = functools.partial(pass_bytes, table=OP_ARRAYS)
+working_set = functools.partial(call_bytes, table=OP_ARRAYS)
 
 
 def read_ceilings(path):
@@ -753,7 +740,7 @@ def thresholds(d_k, ridge, ridge_interval):
     """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
     ends of its interval, and by its inequality as written."""
     lo, hi = ridge_interval
-    return {"I_crit": ridge, "d_k": d_k,
+    return {"d_k": d_k,
             "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
                 "at_ridge_low": threshold_T(d_k, lo, 2), "at_ridge_high": threshold_T(d_k, hi, 2)},
@@ -847,25 +834,25 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     (pass_floor). Beside, not an input: the sweep's softmax per element."""
     out = []
     for row in rows:
-        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
         if not (got := [w["calls"][str(T)] for w in counted if str(T) in w["calls"]]):
             continue
-        n_el, in_cache_rows = n_heads * T * T, got[0]["in_cache_rows"]
+        n_el, n_queries = n_heads * T * T, got[0]["in_cache_rows"]
         per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
             [scale * g[p][kind] for g in got], key)
         passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
-                   **per(p, "in_cache", 1e9 / (in_cache_rows * T), "in_cache_ns_per_element"),
+                   **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         for q in passes:
             q["larger_floor"] = pass_floor(q)
-        out.append({"T": T, "process_count": len(got), "in_cache_rows": in_cache_rows,
+        out.append({"T": T, "process_count": len(got), "in_cache_rows": n_queries,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
                     "passes_bytes": sum(q["bytes"] for q in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
-            f32, f64 = (per(k, "in_cache", 1e9 / (in_cache_rows * T), n) for k, n in (
+            f32, f64 = (per(k, "in_cache", 1e9 / (n_queries * T), n) for k, n in (
                 ("exp", "float32_ns_per_element"), ("exp_float64", "float64_ns_per_element")))
             out[-1]["exp_precision"] = {**f32, **f64, "float64_over_float32":
                 f64["float64_ns_per_element"] / f32["float32_ns_per_element"]}
@@ -877,7 +864,7 @@ def scores_step_times(rows, counted, d_model, n_heads):
     processes (seconds) with its interval; the scaling's share, the bytes; the sweep's beside."""
     out = []
     for row in rows:
-        T, n_bytes = row["T"], pass_bytes(row["T"], d_model, n_heads)
+        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
         if got := [w["calls"][str(T)]["scores"] for w in counted if str(T) in w["calls"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
@@ -891,7 +878,7 @@ def scores_step_times(rows, counted, d_model, n_heads):
 def analyse(rows, cfg, ceilings, counted, windows):
     """Block E's numbers (`counted`: the warm workers that feed the figures); Phase 27's preview
     at KEYED_T, else the largest T."""
-    keyed, d, h = at_T(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
+    keyed, d, h = entry_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for r in rows},
@@ -912,26 +899,27 @@ def analyse(rows, cfg, ceilings, counted, windows):
 
 def run_config(args, plan, threads):
     """results.json's config: what was asked and what the plan made of it (its tasks)."""
-    dflt, warm = plan["tasks"][0], plan["tasks"][1:]
+    dflt, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": len(warm) * warm[0]["samples_each_T"], "workers": len(warm),
-            "rounds_per_worker": warm[0]["samples_each_T"], "quick": args.quick,
+            "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
+            "rounds_per_worker": warm_task["samples_each_T"], "quick": args.quick,
             "in_process": args.in_process, "default_heap_samples": dflt["samples_each_T"],
-            "one_thread_rounds": warm[0]["one_thread_rounds"],
+            "one_thread_rounds": warm_task["one_thread_rounds"],
             "blas_threads": threads["blas_threads"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["ceiling_workers"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["ceiling_workers"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
 
 
 def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    ops = (at_T(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
-    summary = {"softmax_GFLOPS_at_T_512": ops and ops["softmax"]["GFLOPS"],
-               "softmax_pct_of_total_at_T_512": ops and 100 * ops["softmax"]["time_share"],
-               "scores_GFLOPS_at_T_512": ops and ops["scores"]["GFLOPS"],
+    ops = (entry_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
+    at = f"_at_T_{KEYED_T}"  # as the lab spells its keys
+    summary = {f"softmax_GFLOPS{at}": ops and ops["softmax"]["GFLOPS"],
+               f"softmax_pct_of_total{at}": ops and 100 * ops["softmax"]["time_share"],
+               f"scores_GFLOPS{at}": ops and ops["scores"]["GFLOPS"],
                "phase_27_motivation_pct_memory": ops and 100 * sum(
                    ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
     return {
@@ -941,7 +929,7 @@ def make_manifest(results, argv):
                    "quick blas_threads workers".split()} | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
         "results_summary_definitions": {  # time_s: results.json's definitions
-            "softmax_pct_of_total_at_T_512": "softmax time_s / forward_s (the ops' sum)",
+            f"softmax_pct_of_total{at}": "softmax time_s / forward_s (the ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
         "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
@@ -979,21 +967,22 @@ def write_atomically(out_dir, files):
             raise
 
 
-def results_record(cfg, hardware, threads, blas, workers, left_out, started, **sections):
-    """results.json: config, machine, worker processes, the canary's references and who was left
-    out, and `sections` (ceilings, sweeps, analysis, verdict), with what time_s means."""
+def results_record(cfg, hardware, threads, blas, spawned, left_out, started, **sections):
+    """results.json: config, machine, worker processes (spawned: all, the default-heap one first),
+    the canary's references and who was left out, and `sections` (ceilings, sweeps, analysis,
+    verdict), with what time_s means."""
     return {
         "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": workers[-1]["heap"],  # a warm one's
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label pid started ended sampling_s preempted "
-                              "cpu_s peak_rss_MiB".split()} for w in workers],
+                              "cpu_s peak_rss_MiB".split()} for w in spawned],
         "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
-            (w["peak_rss_MiB"] or 0) for w in workers) or None},
-        "canary": {"reference_s": [w["canary_reference"] for w in workers],
+            (w["peak_rss_MiB"] or 0) for w in spawned) or None},
+        "canary": {"reference_s": [w["canary_reference"] for w in spawned],
                    "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
                    "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
                    "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
@@ -1009,20 +998,21 @@ def run_lab(args, argv):
     threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
-    dflt, workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
+    dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_settings()
-    left_out, counted = judge_processes(dflt, workers)  # the canary's word on each
+    left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time,  # Block B
-                                    [w for w in workers if w["label"] in left_out])
+                                    [w for w in warm_workers if w["label"] in left_out])
     windows = threading_windows(args.T, counted)
-    ceilings = ceilings_and_ridge(given, combine_ceilings(counted, workers, plan["ceiling_spec"]))
+    measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
+    ceilings = ceilings_and_ridge(given, measured)
     for r in rows + default_rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, workers, counted, left_out, rows,
-                     windows)
-    results = results_record(cfg, hardware, threads, blas, [dflt] + workers, left_out, started,
+    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, left_out,
+                     rows, windows)
+    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, started,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)  # Block F
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -1173,7 +1163,7 @@ def blas_info():
 
 
 def threads_plan(flag, hardware):
-    """(limit, asked, source): the BLAS threads to impose (None: as the environment set them),
+    """(imposed, asked, asked_by): the BLAS threads to impose (None: as the environment set them),
     how many were asked for, and by whom; by default one per physical core, as the lab asks."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
@@ -1186,11 +1176,11 @@ def threads_plan(flag, hardware):
 
 def thread_record(flag, hardware):
     """The run's threads record (asked, by whom, what BLAS runs) and the BLAS libraries seen."""
-    limit, asked, source = threads_plan(flag, hardware)
-    with threadpool_limits(limit, user_api="blas"):  # None: leave the pool as it is
+    imposed, asked, asked_by = threads_plan(flag, hardware)
+    with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
         blas = blas_info()
     ran = blas[0]["num_threads"] if blas else None
-    return {"blas_threads": ran, "asked": asked, "limit": limit, "source": source,
+    return {"blas_threads": ran, "asked": asked, "imposed": imposed, "asked_by": asked_by,
             "physical_cores": hardware["physical_cores"], "logical_cpus": hardware["logical_cpus"],
             "includes_hyperthreads": ran and ran > hardware["physical_cores"]}, blas
 
@@ -1202,7 +1192,7 @@ def threads_warning(threads):
         return "threadpoolctl sees no BLAS library: the thread count is not controlled"
     parts = []
     if asked not in (None, ran):
-        parts.append(f"{asked} BLAS threads were asked for ({threads['source']}) and {ran} ran"
+        parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
                      + " (as many as the CPUs)" * (ran == threads["logical_cpus"] < asked))
     if ran != cores:
         parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
@@ -1232,11 +1222,11 @@ def machine_load(own_pids):
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
     applied to every batch: none lasts less than min_time, whatever the machine does."""
-    limit, n, t0 = min_time * 1e9, 0, now()
+    min_ns, n, t0 = min_time * 1e9, 0, now()
     while True:
         fn()
         n += 1
-        if (elapsed := now() - t0) >= limit:
+        if (elapsed := now() - t0) >= min_ns:
             return n, elapsed * 1e-9
 
 
@@ -1316,12 +1306,32 @@ def after_sample(task, i, forward_args, rec, canary):
                                   "after": len(rec["samples"]) - 1})
 
 
+def harness_figures(records, samples, in_figures, min_time):
+    """What one T's samples (records: a process's each) say of the harness: what the canary cost;
+    forwards per sample; the samples shorter than min_time; the share of a sample's time no op
+    accounts for; the timers' cost (timer pairs); page faults a forward."""
+    forwards, faults = [s["n"] for s in samples], [p["faults"] for p in records]
+    with_one_thread = samples + [s for p in records for s in p["one_thread"]]
+    out = {"canary_cost": math.fsum(p["canary_s"] for p in records) / math.fsum(
+               s["batch_s"] for s in samples),
+           "forwards_per_sample": [min(forwards), max(forwards)],
+           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
+           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
+           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
+                                              for s in in_figures])),
+           "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
+    if pair_ratios := [v for p in records for v in p["timer_ratios"]]:
+        out.update(timer_pair_count=len(pair_ratios),
+                   **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # The ceilings' timing: each level's copy and pi, timed by Phase 1's method in each warm worker
 # after its samples (the canary does not judge them), and estimated on the fast side of their
 # repeats, like the ops.
 
-COPY_MAX_BYTES = 256 << 20  # the largest copy working set: a run stays well under 1 GiB
+COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (source + destination), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has no roof of its
@@ -1351,12 +1361,17 @@ def copy_rates(buffers, n_threads, reps, min_time):
         return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
 
 
+def matmul_cost(n):
+    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
+    return 2 * n**3, 3 * 4 * n**2
+
+
 def matmul_rates(n, reps, min_time):
-    """pi's kernel, an fp32 matmul (2 n^3 FLOPs, 3 * 4 n^2 bytes, I = n / 6): `reps` GFLOPS."""
+    """pi's kernel timed: GFLOPS of `reps` repeats."""
     a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
     a @ b
-    return [2 * n**3 * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
-                                                for _ in range(reps))]
+    return [matmul_cost(n)[0] * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
+                                                         for _ in range(reps))]
 
 
 def copy_levels(hardware, dram_bytes=None):
@@ -1409,13 +1424,13 @@ def copy_estimate(runs):
             "GBps_1thread": one["GBps"], "GBps_all_threads": alls and alls["GBps"]}
 
 
-def combine_ceilings(counted, workers, spec):
+def combine_ceilings(counted, warm_workers, spec):
     """The measured ceilings, from the repeats of the processes that feed the figures (of all the
     warm ones if none of those timed any), and what the levels say of themselves: a plateau
     (DRAM's two sizes within PLATEAU), a small copy slower than a larger level's. Beta: the larger
     DRAM copy's."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
-        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
+        w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
@@ -1429,12 +1444,13 @@ def combine_ceilings(counted, workers, spec):
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-    n = spec["matmul_n"]  # its intensity: 2 n^3 FLOPs over 3 * 4 n^2 bytes
+    n = spec["matmul_n"]
+    flops, n_bytes = matmul_cost(n)
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
             "pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
             "pi_repeats": pi["repeats"], "copy_threads": spec["copy_threads"], "levels": levels,
-            "matmul": {"n": n, "intensity": n / 6}}
+            "matmul": {"n": n, "intensity": flops / n_bytes}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1469,18 +1485,19 @@ def softmax_passes(S, mask):
 
 def calls_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    on as many rows as fit in_cache_bytes with every array the widest pass touches (in_cache),
-    and one thread's copy of its bytes (copy: the start of the largest pass's block, one block on
-    the peak); at KEYED_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS
-    batches of CALL_MIN_TIME in turn over every call (a slow spell costs a batch, not a figure)."""
+    on as many queries (rows of S) as fit in_cache_bytes with every array the widest pass touches
+    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block,
+    one block on the peak); at KEYED_T, exp in cache in float64. Seconds per call: the fastest
+    of CALL_REPEATS batches of CALL_MIN_TIME in turn over every call (a slow spell costs a batch,
+    not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
-    row_bytes = 4 * T * len(PASS_ARRAYS["softmax/mask_add"])  # a row of S, mask, Z: float32
-    n_rows = min(S.size // T, max(1, task["in_cache_bytes"] // row_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_rows).astype(int)
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["in_cache_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
     (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
-    n_bytes = pass_bytes(T, task["d_model"], task["n_heads"])
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
     fns = {("scores", step): call for step, call in steps.items()}
     for p in PASSES:
@@ -1489,7 +1506,7 @@ def calls_at(T, task, mha, canary):
                     (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_rows": n_rows, "in_cache_bytes": row_bytes * n_rows}
+    out = {"in_cache_rows": n_queries, "in_cache_bytes": query_bytes * n_queries}
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         out.setdefault(name, {})[kind] = math.inf
@@ -1507,8 +1524,9 @@ def calls_at(T, task, mha, canary):
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. Measured: with glibc's defaults the worker faults ~2,200 pages a forward at T = 512
-    (page_faults_per_forward of the default-heap row); with these settings, next to none."""
+    code. Measured on the AMD host: with glibc's defaults a worker faulted ~2,200 pages a forward
+    at T = 512 (the default-heap row's page_faults_per_forward); with these, next to none. No
+    mallopt: the "warm" workers run on the default heap too (heap.mode says so)."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -1527,11 +1545,9 @@ CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 def worker_timeout(task):
     """Seconds a worker may take (a default run's take 1-5 s on the AMD host): its samples'
     sampling time, scaled by HANG_RATIO for the passes, ceilings and a slow machine."""
-    forward_s = lambda T: sum(f for f, _ in op_cost(  # noqa: E731
-        T, task["d_model"], task["n_heads"]).values()) / (SLOW_GFLOPS * 1e9)
-    asked = task["samples_each_T"] * sum(max(task["min_time"], forward_s(T))
-                                         for T in task["T_sweep"])
-    return max(WORKER_TIMEOUT_S, HANG_RATIO * asked)
+    sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
+        "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
+    return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
 
 
 def worker_job(task):
@@ -1622,23 +1638,24 @@ def make_plan(args, hardware, threads):
     each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T: its rounds over every T
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    ceiling_workers = min(n_warm, CEILING_WORKERS)  # the warm workers that time the ceilings
+    n_ceiling = min(n_warm, CEILING_WORKERS)  # how many warm workers time the ceilings
     spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
-            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / ceiling_workers),
-            "cache_reps": math.ceil(prof["cache_repeats"] / ceiling_workers),
+            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / n_ceiling),
+            "cache_reps": math.ceil(prof["cache_repeats"] / n_ceiling),
             "matmul_n": prof["matmul_n"]}
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["limit"], "in_cache_bytes": l2 // 2}
+            "min_time": args.min_time, "threads_limit": threads["imposed"],
+            "in_cache_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "samples_each_T": each_T, "ceiling_spec": spec if i < ceiling_workers else None,
+                   "samples_each_T": each_T, "ceiling_spec": spec if i < n_ceiling else None,
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"ceiling_workers": ceiling_workers, "tasks": [dflt_task] + warm_tasks,
+    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks,
             "ceiling_spec": spec}
 
 
@@ -1669,7 +1686,7 @@ def spawn_all(plan, in_process):
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on; the BLAS part (all BLAS
                           # threads) judges processes only: after calm batches on the AMD host it
-                          # read x1.05-1.73 by the T just run (one thread: x1.00-1.07), not by load
+                          # read x1.05-1.73, varying with the T just run (one thread: x1.00-1.07)
 BATCH_SLOW = 1.25         # a batch is slow when BATCH_PART took this much over its process's
                           # reference (calm batches on the AMD host, median per T: x1.00-1.02)
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
@@ -1704,7 +1721,8 @@ def canary_quantile(readings, q):
 
 def mark_batches(worker, reference):
     """Each timed batch of a worker's samples gets canary_ratio: BATCH_PART at the faster of its
-    two readings (one reading caught by an interrupt is not a slow spell) over its reference."""
+    two readings over its reference (assumed: one slow reading alone is an interrupt, not a slow
+    spell the batch shared)."""
     for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
         before, after = batch["canary_pair"]
         batch["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
@@ -1715,12 +1733,12 @@ def slow(batch):
     return batch["canary_ratio"] > BATCH_SLOW
 
 
-def slow_processes(workers):
+def slow_processes(warm_workers):
     """Processes slow for their whole life (their own reference cannot see it): a canary part over
     PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
     out = {}
-    for i, w in enumerate(workers):
-        others = workers[:i] + workers[i + 1:]
+    for i, w in enumerate(warm_workers):
+        others = warm_workers[:i] + warm_workers[i + 1:]
         ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
                                              PEER_QUANTILE))
                   for p, ref in w["canary_reference"].items()} if others else {}
@@ -1730,13 +1748,13 @@ def slow_processes(workers):
     return out
 
 
-def judge_processes(dflt, workers):
+def judge_processes(dflt, warm_workers):
     """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
-    for w in [dflt] + workers:
+    for w in [dflt] + warm_workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(workers)
-    return left_out, [w for w in workers if w["label"] not in left_out]
+    left_out = slow_processes(warm_workers)
+    return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1760,7 +1778,7 @@ def others_by_name(before, after):
     return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_procs):
+def interference_checks(before, after, own_cpu_s, spare_cpus, warm_workers, other_procs):
     """What others did: CPU use past the cores the run left free (a program on a spare core is
     allowed: a choice), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
@@ -1768,7 +1786,8 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
     limit = spare_cpus + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
-    sampled = [(w["preempted"], w["sampling_s"]) for w in workers if w["preempted"] is not None]
+    sampled = [(w["preempted"], w["sampling_s"]) for w in warm_workers
+               if w["preempted"] is not None]
     rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
@@ -1788,7 +1807,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, workers, other_pro
                 *close)}
 
 
-def clock_checks(freq_start, freq_end, workers, virtualized=False):
+def clock_checks(freq_start, freq_end, warm_workers, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
     last (a 15 W laptop can leave turbo when its power budget runs out): cpufreq's MHz, else both
     canary parts' fast side, the smaller fall (a slower clock would slow both; a process can run
@@ -1797,14 +1816,14 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
-    mhz = [float(np.median(w["MHz"])) for w in workers if w["MHz"]]
+    mhz = [float(np.median(w["MHz"])) for w in warm_workers if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
                 "in the last")
-    elif len(workers) > 1:
-        fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in workers[::len(
-            workers) - 1]]  # the first and the last
+    elif len(warm_workers) > 1:
+        fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in warm_workers[::len(
+            warm_workers) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
             f"{1e6 * fast[0][p]:.1f} us ({p}) in the first warm worker and {1e6 * fast[1][p]:.1f}"
@@ -1828,13 +1847,13 @@ def clock_checks(freq_start, freq_end, workers, virtualized=False):
                 *remedy, basis=basis)}
 
 
-def canary_checks(rows, workers, left_out):
+def canary_checks(rows, warm_workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
     half or more of the warm processes left out with both parts slow (a slow stretch or a slower
     core would slow both, a hypothesis; the AMD host's slow ones, measured: BLAS part alone)."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
-    n = len(workers)
+    n = len(warm_workers)
     both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_PARTS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
@@ -1890,17 +1909,18 @@ def cooperation_finding(windows, threads_ran):
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, workers, counted, left_out, rows, windows):
+def judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, left_out, rows,
+              windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, the warm
     workers' preemptions) or changed under the run (the clock, of the counted; the canary's rules).
     Findings: processes in two groups, threads that barely help; the default heap's preemptions."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, workers, other_procs),
+        **interference_checks(*load, own_cpu_s, spare, warm_workers, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
                        hardware["virtualized"]),
-        **canary_checks(rows, workers, left_out)}), "other_processes": other_procs[:5],
+        **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5],
         "findings": {"process_groups": process_group_findings(rows),
                      "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])},
         "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
@@ -1941,7 +1961,7 @@ def compare_rows(a, b, Ts):
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
-        oa, ob = (at_T(res["sweep"], T)["ops"][op] for res in (a, b))
+        oa, ob = (entry_at(res["sweep"], T)["ops"][op] for res in (a, b))
         band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
         ratio = ob["time_s"] / oa["time_s"]
         rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
@@ -1954,7 +1974,7 @@ def compare_rows(a, b, Ts):
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
     over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
-    w = lambda r: at_T(r["analysis"]["threading_windows"], T)  # noqa: E731
+    w = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
@@ -2050,13 +2070,13 @@ def parse_args(argv):
     add("--d-model", type=int, default=64)
     add("--n-heads", type=int, default=4)
     add("--seed", type=int, default=0)
-    dflt = PROFILES["default"]
+    full = PROFILES["full"]
     add("--min-time", type=float, help="seconds of work in each sample and each ceiling "
-        f"repeat, at least (default {dflt['min_time']:g})")
+        f"repeat, at least (default {full['min_time']:g})")
     add("--samples", type=int, help="samples per T over all workers, rounded "
-        f"up to a multiple of --workers (default {dflt['samples_per_T']})")
+        f"up to a multiple of --workers (default {full['samples_per_T']})")
     add("--workers", type=int, help=f"warm worker processes, one at a time (default "
-        f"{dflt['worker_count']})")
+        f"{full['worker_count']})")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS, else one "
         "per physical core)")
@@ -2073,7 +2093,7 @@ def parse_args(argv):
         p.error(f"{bad[0]}: must be a finite number > 0 (the seed >= 0)")
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
-    args.profile = PROFILES["quick" if args.quick else "default"]  # the one lookup
+    args.profile = PROFILES["quick" if args.quick else "full"]  # the one lookup
     args.min_time = args.min_time or args.profile["min_time"]
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
@@ -2091,8 +2111,8 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
-        + pass_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
-    ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + 12 * spec["matmul_n"] ** 2
+        + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
+    ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
 
 
