@@ -145,6 +145,12 @@ def by_class(r, k, key):
                      f"{word_list(Ts)}" for c, Ts in out.items())
 
 
+def SCORES_AV(r):
+    """Scores' and av's classes across the T, where they share them (else "?": a re-read)."""
+    classes = by_class(r, "scores", "bound")
+    return classes if classes == by_class(r, "av", "bound") else "?"
+
+
 def pass_row(p):
     """A row of question 2's table: at T, in cache, the copy (ns per element), the bound."""
     return (f"| {p} | {{}} |", lambda r, m: " | ".join((
@@ -177,6 +183,13 @@ def REM(e):
     """The passes' sum over the sum of each pass's larger floor, max(in cache, copy), less one."""
     floors = [max(p["in_cache_ns_per_element"], p["copy_ns_per_element"]) for p in passes_of(e)]
     return sum(p["ns_per_element"] for p in passes_of(e)) / sum(floors) - 1
+
+
+def NEARER_FLOORS(e):
+    """The passes' sum nearer the sum of their larger floors than the sum of their copies: what
+    "about what the same calls cost in cache" means (their copies: the bytes alone)."""
+    copies = sum(p["copy_ns_per_element"] for p in passes_of(e))
+    return abs(REM(e)) < abs(sum(p["ns_per_element"] for p in passes_of(e)) / copies - 1)
 
 
 def signed(v):
@@ -242,8 +255,16 @@ Q_BETA = lambda: [x["levels"]["DRAM"]["GBps"] for x in QUIET()]  # noqa: E731
 COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
-SLOW_BLAS = lambda: [x for x in RERUNS if x["threads_over_one"]["512"]["scores"] > 1]  # noqa: E731
-OTHER_RERUNS = lambda: [x for x in RERUNS if x not in SLOW_BLAS()]  # noqa: E731
+def SLOW_RERUNS():
+    """The reruns above the largest gap in their forwards at T = 512, split by perf.py's own rule
+    for processes (process_groups: wider than GROUP_GAP and than either side's spread); none if
+    the forwards form one group."""
+    fwd = sorted(RERUNS, key=lambda x: x["forward_s"]["512"])
+    groups = perf.process_groups([x["forward_s"]["512"] for x in fwd])
+    return fwd[len(fwd) - groups[1][1]:] if len(groups) == 2 else []
+
+
+OTHER_RERUNS = lambda: [x for x in RERUNS if x not in SLOW_RERUNS()]  # noqa: E731
 # ten warm workers ran: counted in the run's worker records, not read from its settings
 TEN_WARM = lambda r: len([w for w in r["worker_processes"] if w["label"].startswith("warm ")]) == 10  # noqa: E731
 R_T512 = lambda runs, k: [1e3 * x["time_s"]["512"][k] for x in runs]  # noqa: E731  ms
@@ -356,15 +377,11 @@ LAB = [
     ("ms** (**{} %** of the two)", lambda r, m: pct(SS(r, 512)["scale_share"], 0)),
     ("The reruns left out **{}** of", lambda r, m: count(sum(len(x["left_out"]) for x in RERUNS))),
     ("of their **{}**. The processes", lambda r, m: str(sum(x["config"]["workers"] for x in RERUNS))),
-    ("**{} reruns ran slower.**", lambda r, m: WORDS[len(SLOW_BLAS())].capitalize()),
-    ("At T = 512 scores took **{}** ms, against", lambda r, m: range_of(R_T512(SLOW_BLAS(), "scores"), 3)),
+    ("**{} reruns ran slower.**", lambda r, m: WORDS[len(SLOW_RERUNS())].capitalize()),
+    ("At T = 512 scores took **{}** ms, against", lambda r, m: range_of(R_T512(SLOW_RERUNS(), "scores"), 3)),
     ("against **{}** in the other", lambda r, m: range_of(R_T512(OTHER_RERUNS(), "scores"), 3)),
     ("in the other **{}**, and every", lambda r, m: WORDS[len(OTHER_RERUNS())]),
-    ("av on two BLAS threads took **{}** times one thread's time", lambda r, m: range_of(
-        [x["threads_over_one"]["512"]["av"] for x in SLOW_BLAS()], 2)),
-    ("(the nine: at most **{}**)", lambda r, m: at_most(max(x["threads_over_one"]["512"]["av"] for x in OTHER_RERUNS()), 2)),
     ("of their kind: scores at T = 512 took **{}** ms", lambda r, m: ms(op(r, 512, "scores")["time_s"])),
-    ("av on two threads **{}** times one thread's time", lambda r, m: num(window(r, 512)["threads_over_one"]["av"], 2)),
     ("interval is widest, {}:", lambda r, m: "{} at T = {}".format(*widest(r))),
     ("**{} %** between them against", lambda r, m: pct(WIDEST(r)["between_process_rsd"])),
     ("against **{} %** within one", lambda r, m: pct(WIDEST(r)["within_process_rsd"])),
@@ -427,6 +444,7 @@ LAB = [
 ]
 
 TOP = [
+    ("the softmax at every T; scores and av {}: this run's ridge", lambda r, m: SCORES_AV(r)),
     ("rerun; **{} %** against one thread's", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_copy"])),
     ("run's ridge of **{}**, like", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
@@ -436,10 +454,11 @@ TOP = [
     ("the T² ops already take **{} %**", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
     ("The committed run is **{}**", lambda r, m: r["conditions"]["verdict"]),
     ("committed run left out **{}**.", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
-    ("In **{}** of the twelve reruns", lambda r, m: WORDS[len(SLOW_BLAS())]),
+    ("In **{}** of the twelve reruns", lambda r, m: WORDS[len(SLOW_RERUNS())]),
 ]
 
 REPORT = [
+    ("which lies below d_k/2 ({}); the softmax runs at", lambda r, m: SCORES_AV(r)),
     ("rerun, **{} %** against one thread's", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_copy"])),
     ("run until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
@@ -528,7 +547,7 @@ EPYC_VM = lambda r: ("EPYC" in r["hardware"]["cpu_model"] and r["hardware"]["phy
                      and r["hardware"]["virtualized"])
 NO_AVX512 = lambda r: "AVX2" in r["hardware"]["simd_flags"] and not any(  # noqa: E731
     f.startswith("AVX512") for f in r["hardware"]["simd_flags"])
-EVERY_IN_CACHE = lambda r: all(abs(REM(e)) <= 0.125 and all(  # noqa: E731  every T
+EVERY_IN_CACHE = lambda r: all(NEARER_FLOORS(e) and all(  # noqa: E731  every T
     p["larger_floor"] in ("in cache", "unresolved") for p in e["passes"]) for e in r["analysis"]["softmax_passes"])
 BYTES_BEHIND = lambda r: all(SHARE(r, T, "copy") < 0.5 for T in TS)  # noqa: E731
 EXP_DISPATCHED = lambda r: r["hardware"]["numpy_softmax_kernels"]["exp"] in r["hardware"]["numpy_dispatch_supported"]  # noqa: E731
@@ -552,8 +571,6 @@ ALL_THREADS_GAP = lambda r: window(r, 512)["all_threads_s"]["scores"] / window(r
 ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], p["copy_ns_per_element"])  # noqa: E731
                         for e in r["analysis"]["softmax_passes"] for p in e["passes"]]
 PROCESSES_DIFFER = lambda r: WIDEST(r)["between_process_rsd"] > WIDEST(r)["within_process_rsd"]  # noqa: E731
-SCORES_AV_CLASSES = lambda r: all([x["ops"][k]["bound"] for x in r["sweep"]] == ["memory", "ridge", "ridge", "compute"]  # noqa
-                                  for k in ("scores", "av"))  # memory at T = 64, near the ridge at 128 and 256
 RERUNS_LEFT_OUT = lambda: any(x["left_out"] for x in RERUNS)  # noqa: E731  some rerun left a process out
 R_SHA = lambda m: len(RERUNS) == 12 and all(x["perf_py_sha256"] == m["perf_py_sha256"] for x in RERUNS)  # noqa
 
@@ -579,9 +596,11 @@ CLAIMS = [
      lambda r, m: THR(r)["T_threshold"] is not None and C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
     (LABR, "below d_k/2 in every one", lambda r, m: all(x["ridge_intensity"] < x["scores_av_threshold"][
         "asymptotic_intensity"] for x in QUIET())),
-    (LABR, "in every one scores and av were memory-bound or near the ridge at T = 64 and compute-bound at T = 512",
-     lambda r, m: all(x["bound"][k][0] in ("memory", "ridge") and x["bound"][k][-1] == "compute"
-                      for x in QUIET() for k in ("scores", "av"))),
+    (LABR, "in every one scores and av were memory-bound or near the ridge at T = 64, and at T = 512 compute-bound "
+     "in ten and near the ridge in the two that ran slower", lambda r, m: len(QUIET()) == 12 and all(
+         x["bound"][k][0] in ("memory", "ridge") for x in QUIET() for k in ("scores", "av"))
+     and len(OTHER_RERUNS()) == 10 and all(x["bound"][k][-1] == "compute" for x in OTHER_RERUNS() for k in ("scores", "av"))
+     and len(SLOW_RERUNS()) == 2 and all(x["bound"][k][-1] == "ridge" for x in SLOW_RERUNS() for k in ("scores", "av"))),
     (LABR, "on a 2-core AMD EPYC VM with AVX2 and no AVX-512", lambda r, m: EPYC_VM(r) and NO_AVX512(r)),
     (LABR, "above d_k/2, so, unlike here, scores and av would be memory-bound against DRAM at every T there",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"] > C(r)["ridge"]),
@@ -590,10 +609,10 @@ CLAIMS = [
     (LABR, "across T: at T = 512 their sum", lambda r, m: PASSES_ADD_UP(r)),
     (LABR, "Their own arrays", lambda r, m: r["hardware"]["virtualized"] and max(
         p["bytes"] for p in SP(r, 512)["passes"]) < LV(r, "L3")["capacity_bytes"]),
-    (LABR, "six passes over the T×T array that together cost what the same calls cost in cache, at every T; exp is the dearest",
+    (LABR, "six passes over the T×T array that together cost about what the same calls cost in cache, at every T; exp is the dearest",
      lambda r, m: EVERY_IN_CACHE(r) and EXP_DEAREST(r)),
     (LABR, "**Every T: the calls' own cost.**", lambda r, m: EVERY_IN_CACHE(r)),
-    (LABR, "within an eighth of it at every T, where every larger floor told apart is the call in cache",
+    (LABR, "nearer it than to their copies' sum at every T, where every larger floor told apart is the call in cache",
      lambda r, m: EVERY_IN_CACHE(r)),
     (LABR, "**Together, the bytes never catch up**", lambda r, m: BYTES_BEHIND(r)),
     (LABR, "**exp is the dearest pass at every T**", lambda r, m: EXP_DEAREST(r)),
@@ -621,18 +640,16 @@ CLAIMS = [
         for x in RERUNS for k in OPS)),
     (LABR, "This run left out no process", lambda r, m: not r["canary"]["left_out"]
      and all(len(x["processes"]) == r["config"]["workers"] for x in r["sweep"])),
-    (LABR, "Each called itself quiet", lambda r, m: SLOW_BLAS() and all(
-        x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
-    (LABR, "The committed run is of their kind", lambda r, m: window(r, 512)["threads_over_one"]["scores"] > 1
-     and all(1e3 * op(r, 512, k)["time_s"] > max(R_T512(OTHER_RERUNS(), k)) for k in OPS)),
-    (LABR, "reruns ran slower.", lambda r, m: APART(SLOW_BLAS(), OTHER_RERUNS(), ("scores", "av"), 1.2)),
-    (LABR, "its verdict's only trace is a finding", lambda r, m: all(
-        x["threads_over_one"]["512"]["av"] > perf.COOPERATION_LIMIT and not x["conditions_failed"] for x in SLOW_BLAS())
-     and min(x["threads_over_one"]["512"]["av"] for x in SLOW_BLAS()) > max(
-         x["threads_over_one"]["512"]["av"] for x in OTHER_RERUNS())),
-    (LABR, "reported as threads that barely cooperate", lambda r, m: all(
-        x["threads_over_one"]["512"]["av"] > perf.COOPERATION_LIMIT for x in SLOW_BLAS())),
-    (LABR, "every op was slower than in the nine", lambda r, m: APART(SLOW_BLAS(), OTHER_RERUNS(), OPS)),
+    (LABR, "Each called itself quiet", lambda r, m: SLOW_RERUNS() and all(
+        x["conditions_verdict"] == "quiet" for x in SLOW_RERUNS())),
+    (LABR, "no check failed and no finding marked them", lambda r, m: all(
+        not x["conditions_failed"] and x["threads_over_one"]["512"]["av"] <= perf.COOPERATION_LIMIT
+        for x in SLOW_RERUNS())),
+    (LABR, "The committed run, made right after them, is of their kind", lambda r, m: all(
+        1e3 * op(r, 512, k)["time_s"] > max(R_T512(OTHER_RERUNS(), k)) for k in OPS)),
+    (LABR, "They were the last reruns made", lambda r, m: SLOW_RERUNS() == RERUNS[-len(SLOW_RERUNS()):]),
+    (LABR, "reruns ran slower.", lambda r, m: APART(SLOW_RERUNS(), OTHER_RERUNS(), ("scores", "av"), 1.2)),
+    (LABR, "every op was slower than in the ten", lambda r, m: APART(SLOW_RERUNS(), OTHER_RERUNS(), OPS)),
     (LABR, "But β is two threads copying, and numpy runs the softmax on one", lambda r, m: LV(r, "DRAM")[
         "GBps_from"] == "all_threads" and C(r)["copy_threads"] == 2 and SOFTMAX_ONE_THREAD(r)),
     (LABR, "over 10 %, as in every quiet rerun", lambda r, m: SM(r)["ratio_to_1thread_dram_copy"] >= 0.1 and all(
@@ -665,18 +682,17 @@ CLAIMS = [
 
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "It ran on a 2-core VM on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
-    ("README.md", "Against β, the softmax at every T; scores and av at T = 64, near the ridge at T = 128 and 256 and "
-     "compute-bound at T = 512", lambda r, m: ALL_T(r, ("softmax",), "memory") and SCORES_AV_CLASSES(r)),
+    ("README.md", "Against β, the softmax at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     ("README.md", "like every quiet rerun's, lies below d_k/2, where their intensity levels off",
      lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
          x["ridge_intensity"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
     ("README.md", "ran slow for its whole life is left out and named", lambda r, m: RERUNS_LEFT_OUT()
      and all(w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     ("README.md", "every op at T = 512 ran slower than in all the others, and each called itself quiet", lambda r, m: APART(
-        SLOW_BLAS(), OTHER_RERUNS(), OPS) and all(x["conditions_verdict"] == "quiet" for x in SLOW_BLAS())),
+        SLOW_RERUNS(), OTHER_RERUNS(), OPS) and all(x["conditions_verdict"] == "quiet" for x in SLOW_RERUNS())),
     ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
     ("README.md", "The projections are compute-bound", lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
-    ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array that together cost what the "
+    ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array that together cost about what the "
      "same calls cost in cache at every T; exp is the dearest", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)
      and EXP_DEAREST(r)),
     ("README.md", "default heap (one process), which faults its temporaries back in from T = 256 on",
@@ -696,10 +712,10 @@ CLAIMS = [
      and RERUNS_LEFT_OUT() and PROCESSES_DIFFER(r)),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
-    (REP, "scores and av pass this run's ridge, which lies below d_k/2, near it at T = 128 and 256 and compute-bound at T = 512",
-     lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and SCORES_AV_CLASSES(r)),
+    (REP, "scores and av pass this run's ridge, which lies below d_k/2",
+     lambda r, m: THR(r)["T_threshold"] is not None and C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; at every T "
-     "they cost together what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
+     "they cost together about what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
     (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and EXP_DISPATCHED(r)
      and EXP_DEAREST(r)),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
@@ -713,11 +729,11 @@ CLAIMS = [
     (SOL, "even among the processes it keeps", lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
     (SOL, "(the committed run found one;", lambda r, m: LV(r, "DRAM")["plateau"]),
-    (SOL, "The reference's ridge lies below it: there scores and av turn compute-bound as T grows",
+    (SOL, "The reference's ridge lies below it: there scores and av leave memory-bound as T grows",
      lambda r, m: THR(r)["T_threshold"] is not None and all(
-         op(r, 64, k)["bound"] != "compute" and op(r, 512, k)["bound"] == "compute" for k in ("scores", "av"))),
+         op(r, 64, k)["bound"] == "memory" != op(r, 512, k)["bound"] for k in ("scores", "av"))),
     (SOL, "above 8, so expect no threshold there", lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
-    (SOL, "In the reference the passes together cost what the same calls cost in cache at every T, exp the dearest",
+    (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T, exp the dearest",
      lambda r, m: EVERY_IN_CACHE(r) and EXP_DEAREST(r)),
     (SOL, "Fresh processes can run the same op at different speeds for all their samples", lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "The reference's processes can disagree more than its samples within one process do", lambda r, m: PROCESSES_DIFFER(r)),
@@ -733,8 +749,8 @@ CLAIMS = [
      lambda r, m: all(x["ops"]["softmax"]["time_share"] > 0.5 for x in r["sweep"])),
     (REFL, "At every length they cost about what the same calls cost running in the cache, and copying their bytes was "
      "the smaller part", lambda r, m: EVERY_IN_CACHE(r) and BYTES_BEHIND(r)),
-    (REFL, "passes, timed apart, came to a little under the softmax's own time at every length", lambda r, m: all(
-        0.85 <= PASS_RATIO(e) < 1 for e in r["analysis"]["softmax_passes"])),
+    (REFL, "passes, timed apart, came to most of the softmax's own time at every length", lambda r, m: all(
+        0.5 < PASS_RATIO(e) for e in r["analysis"]["softmax_passes"])),
     (REFL, "the bytes I had expected to dominate never caught up with the work", lambda r, m: BYTES_BEHIND(r)),
     (REFL, "and still only part of the time", lambda r, m: PS(r, 64, "exp")["ns_per_element"]
      < 0.5 * SP(r, 64)["passes_ns_per_element"]),
