@@ -9,14 +9,10 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 }
 
 
-def batch(seconds):
-    return {"seconds": seconds, "batch_s": 0.05, "canary_ratio": 1.0}
-
-
 def worker(Ts):
     """A warm worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
     at T, 2 us in cache (on 64 rows), 50 us a copy of its bytes."""
-    passes = {str(T): {"in_cache_rows": 64, "in_cache_bytes": 12 * T * 64,
+    passes = {str(T): {"in_cache_queries": 64, "in_cache_bytes": 12 * T * 64,
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
@@ -59,7 +55,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
-                "process_count": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
+                "processes_sampled": len(workers), "processes": [f"warm {i + 1}" for i in range(len(workers))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
                 "canary_cost": 0.005,
@@ -89,14 +85,14 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
         "threads_cooperate": perf.cooperation_finding(windows, 2)}}
     if verdict == "disturbed":
         conditions.update(verdict="disturbed", failed=[
-            {"check": "threads_cooperate", "reason": r, "remedy": "rerun later", "do": "rerun later"}
+            {"check": "clock_drop", "reason": r, "remedy": "rerun later", "do": "rerun later"}
             for r in reasons])
     return {"experiment": "15-attention-perf", "date": "2026-12-03", "config": cfg,
             "versions": {"python": "3", "numpy": "2"},
             "hardware": {"cpu_model": cpu, "vendor": "GenuineIntel", "family": 6, "model": 143,
                          "numpy_dispatch_supported": list(dispatch), "physical_cores": 2,
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
-            "threads": {"blas_threads": 2, "asked": 2, "physical_cores": 2, "logical_cpus": 2},
+            "threads": {"blas_threads": 2, "asked": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
             "canary": {"left_out": {}, "batch_part": "compute", "batch_slow_ratio": 1.25},
             "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},

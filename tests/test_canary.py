@@ -181,7 +181,7 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
     assert res["conditions"]["checks"]["slow_process"] == {
         "value": 0, "limit": 1, "ok": True}
     perf.report(res, tmp_path)
-    assert "note: warm 2 left out: blas canary x2.0 the others' fast side; figures from 2 of 3" in \
+    assert "note: warm 2 left out: blas canary x2.0 the others' fast side; it feeds no figure" in \
         capsys.readouterr().out
 
 

@@ -27,7 +27,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
     n = 2 - len(res["canary"]["left_out"])  # a process the canary saw slow throughout: left out
     for r in res["sweep"]:  # Block B: mean, std per op, from the kept samples of those not left out
-        assert r["process_count"] == n and r["sample_count"] == 3 * n
+        assert r["processes_sampled"] == n and r["sample_count"] == 3 * n
         for k in OPS + ["total"]:
             assert {"mean_s", "std_s", "time_s", "time_s_interval"} <= set(r["ops"][k])
             assert 1 <= len(r["ops"][k]["worker_times"]) <= 2  # a worker with none kept: none
@@ -147,9 +147,9 @@ sys.path.insert(0, sys.argv[1])
 import perf
 T = int(sys.argv[2])
 task = {"label": "warm 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
-        "min_time": 0.001, "threads_limit": None, "heap_mode": "default", "samples_each_T": 1,
+        "min_time": 0.001, "threads_imposed": None, "heap_mode": "default", "samples_each_T": 1,
         "interleave": True, "timer_pairs": True, "one_thread_rounds": [], "pass_Ts": [T],
-        "in_cache_bytes": 128 << 10, "ceiling_spec": None}
+        "cache_budget_bytes": 128 << 10, "ceiling_spec": None}
 tracemalloc.start()
 perf.worker_job(task)
 print(tracemalloc.get_traced_memory()[1])
@@ -185,13 +185,13 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
-            "threads_limit": None, "heap_mode": "default", "samples_each_T": 1, "interleave": True,
-            "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "in_cache_bytes": 1 << 17,
+            "threads_imposed": None, "heap_mode": "default", "samples_each_T": 1, "interleave": True,
+            "timer_pairs": False, "one_thread_rounds": [], "pass_Ts": [], "cache_budget_bytes": 1 << 17,
             "ceiling_spec": None, **kw}
 
 
 def test_the_thread_limit_reaches_the_worker():
-    assert perf.spawn_one(tiny_task(threads_limit=1), False, 60)["blas_threads"] == 1
+    assert perf.spawn_one(tiny_task(threads_imposed=1), False, 60)["blas_threads"] == 1
 
 
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
@@ -330,10 +330,10 @@ def test_roofline_flag_and_phase1_manifest_set_depends_on_and_titles_follow_the_
     (repo / "experiments" / "01-roofline").mkdir(parents=True)
     (repo / perf.PHASE1_MANIFEST).write_text(json.dumps({"beta_peak_GBps": 15, "pi_peak_GFLOPS": 240}))
     monkeypatch.setattr(perf, "REPO", repo)
-    man = perf.make_manifest(perf.run_lab(perf.parse_args(TINY + ["--out", str(tmp_path)]), []),
-                             [])
+    res = perf.run_lab(perf.parse_args(TINY + ["--out", str(tmp_path)]), [])
+    man = perf.make_manifest(res, [])
     assert man["depends_on"] == "experiments/01-roofline/manifest.json"
-    assert man["ceilings_source"] == "phase1" and man["ridge_intensity"] == 16
+    assert man["ceilings_source"] == "phase1" and res["ceilings"]["ridge"] == 240 / 15
 
 
 @pytest.mark.parametrize("fail", ["fsync 1", "fsync 2", "replace 1", "replace 2"])

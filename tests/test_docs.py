@@ -71,7 +71,8 @@ RERUN_NAMES = {"RERUNS", "R_ALL", "QUIET", "SLOW_RERUNS", "OTHER_RERUNS"}  # the
 # what the code and the command line set, not what the run measured
 SETTINGS = {"config": RESULTS["config"], "estimators": RESULTS["estimators"],
             "definitions": RESULTS["definitions"],
-            "canary": {k: v for k, v in RESULTS["canary"].items() if k not in ("reference_s", "left_out")}}
+            "canary": {k: v for k, v in RESULTS["canary"].items() if k not in ("reference_s", "left_out")},
+            "worker_processes": [{"label": w["label"]} for w in RESULTS["worker_processes"]]}  # the plan's
 
 
 def loads(holds, names):

@@ -290,7 +290,7 @@ def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
     monkeypatch.setattr(perf, "blas_info", lambda: [])
     res, _, out = run(tmp_path, capsys)
     assert res["threads"]["blas_threads"] is None and res["threads"]["includes_hyperthreads"] is None
-    assert res["versions"]["blas"] == [] and "sees no BLAS" in out
+    assert "sees no BLAS" in out
     assert res["config"]["one_thread_rounds"] == [] and res["analysis"]["threading_windows"] == []
 
 

@@ -28,8 +28,8 @@ def awkward():
                         verdict="disturbed", reasons=[
                             "other processes used 1.02 CPUs on average while the sweep ran, and "
                             "the run left 0 free (limit 0.25)",
-                            "2 BLAS threads took 1.32x one thread's time on av at T = 512"
-                            " (limit 0.9): the cores are not cooperating now"])
+                            "the later canary readings ran slower (speed -26%): on a laptop, "
+                            "turbo can end as its power budget runs out"])
     # warm 3 left out (its figures from four of five processes at every T), and scores at
     # T = 512 in two groups of processes
     res["canary"]["left_out"] = {"warm 3": {"canary_part": "blas", "ratio": 2.1, "other_ratio": 1}}
@@ -78,8 +78,9 @@ def test_the_stacked_bars_are_the_json_s_times(res):
     default = {r["T"]: r["forward_s"] * 1e3 for r in res["sweep_default_heap"]}
     drawn = [b.get_height() for b in bars[n]]
     top = ax.get_ylim()[1]
-    for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale
-        assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and h >= top / 1.2)
+    for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale,
+        # and then just under the top, with room for its label
+        assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and top / 1.2 <= h < top)
     plt.close(fig)
 
 
@@ -214,7 +215,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ([\d, ]+)\)", said(bars))
     assert (int(m[1]), int(m[2]), int(m[3])) == (100 * res["estimators"]["process_quantile"],
-                                                 dflt["sample_count"], dflt["process_count"])
+                                                 dflt["sample_count"], dflt["processes_sampled"])
     assert [int(n) for n in m[4].split(", ")] == [r["samples_set_aside"]
                                                    for r in res["sweep_default_heap"]]
     m = re.search(r"roofs: beta and pi the (\d+)th percentile of (\d+) and (\d+) repeats, each >= "

@@ -14,7 +14,7 @@ def workers(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4
     process i, `in_cache` s on `rows` rows, `copy_s` for its bytes' copy."""
     out = []
     for a in at:
-        rec = {"in_cache_rows": rows, "in_cache_bytes": 12 * T * rows}
+        rec = {"in_cache_queries": rows, "in_cache_bytes": 12 * T * rows}
         rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
@@ -36,7 +36,7 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     # In cache: 2e-5 s over 64 rows of 512; the copy: 2e-4 s over the n elements of the pass.
     assert exp["in_cache_ns_per_element"] == pytest.approx(2e-5 / (64 * 512) * 1e9)
     assert exp["copy_ns_per_element"] == pytest.approx(2e-4 / n * 1e9)
-    assert e["process_count"] == 5 and e["in_cache_rows"] == 64
+    assert e["process_count"] == 5 and e["in_cache_queries"] == 64
     # float64's exp in cache at twice float32's time: x2.
     assert e["exp_precision"]["float64_over_float32"] == pytest.approx(2.0)
 
@@ -74,7 +74,7 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
     monkeypatch.setattr(perf, "watched", watched)
     monkeypatch.setattr(perf, "KEYED_T", 64)  # float64's exp timed here too
     mha = perf.init_mha(64, 4, 0)
-    task = {"pass_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "in_cache_bytes": 1 << 20}
+    task = {"pass_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "cache_budget_bytes": 1 << 20}
     real = perf.softmax_passes
     exp_at = None
 

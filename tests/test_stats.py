@@ -1,5 +1,5 @@
 """The statistics the headline, the ceilings and the findings rest on, each against values worked
-out by hand in the test: a process's 25th percentile and the median over processes, their
+out by hand in the test: a process's PROCESS_QUANTILE and the median over processes, their
 spreads and groups, the order-statistic intervals and their coverage, the samples that last
 min_time, a row's pooling (what the canary set aside, the processes that feed it), the
 one-thread windows, the copy ceilings, the plateau rule and the ridge's interval."""
@@ -110,7 +110,7 @@ def test_pool_T_by_hand():
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09], "canary_s": 0.002,
          "one_thread": [{**sample(2, batch_s=0.009), "after": 0}]}
     row = perf.pool_T(64, [a, b], min_time=0.010)
-    assert (row["sample_count"], row["process_count"], row["forwards_per_sample"]) == (11, 2, [10, 12])
+    assert (row["sample_count"], row["processes_sampled"], row["forwards_per_sample"]) == (11, 2, [10, 12])
     assert row["samples_set_aside"] == 1
     assert row["set_aside_median_ratio"] == 2.0
     assert row["figures_from"] == "kept samples"

@@ -181,18 +181,13 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # processes' own estimates (each from the samples the canary kept), the process the unit.
 
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed (>= 50 ms, as the lab asks), as does each repeat of a ceiling; the warm
-# workers share each T's samples, one of every T a round (--min-time, --samples, --workers).
+# min_time has passed (50 ms in a full run, as the lab asks), as does each repeat of a ceiling;
+# the warm workers share each T's samples, one of every T a round (--min-time, --samples,
+# --workers; PROFILES).
 # A sample holds, per key of TIMED_KEYS, its forwards' summed seconds / n (one forward's time);
 # n; batch_s, the batch's wall time; canary_pair, the canary's readings before and after it. The
 # verdict (Part II) adds canary_ratio: the canary's BATCH_PART part, the faster of the two
 # readings, over its process's reference; a sample over BATCH_SLOW is set aside (slow).
-PROFILES = {  # ceiling_repeats: beta's and pi's; cache_repeats: the other copies
-    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10,
-                "default_heap_samples": 6, "ceiling_repeats": 20, "cache_repeats": 10,
-                "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 
 
 def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
@@ -207,9 +202,8 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 
 def take_samples(task, mha, canary, clock):
     """A worker's samples_each_T samples of every T, after one untimed forward: in rounds of every
-    T, in an order that rotates so that a slow episode hits every T alike (the default-heap
-    worker: each T in turn); the machine around each (machine_around; clock); after each, the
-    harness's comparisons (after_sample)."""
+    T in a rotating order, meant to spread a slow episode over every T (default heap: each T in
+    turn); the machine around each (machine_around); after each, after_sample's comparisons."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -303,7 +297,7 @@ def pool_T(T, records, min_time):
     feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in records}
     in_figures = [s for w in feeding.values() for s in w]
     ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
-    return {"T": T, "sample_count": len(samples), "process_count": len(records), "ops": ops,
+    return {"T": T, "sample_count": len(samples), "processes_sampled": len(records), "ops": ops,
             "forward_s": sum(ops[op]["time_s"] for op in OPS),
             "processes": list(feeding), "samples_in_figures": len(in_figures),
             "processes_without_kept_samples": [k for k, w in kept.items() if not w],
@@ -314,11 +308,11 @@ def pool_T(T, records, min_time):
             if aside else None, **harness_figures(records, samples, in_figures, min_time)}
 
 
-def pool_sweep(Ts, warm_workers, default_heap_worker, min_time, left_out_workers=()):
-    """A row per T from the warm workers' samples, and one from the default-heap worker's. Beside
-    each warm row, each left-out process's own estimates (left_out_s), which feed nothing."""
+def pool_sweep(Ts, counted, default_heap_worker, min_time, left_out_workers=()):
+    """A row per T from the counted workers' samples, one from the default-heap worker's. Beside
+    each, each left-out process's own estimates (left_out_s), which feed nothing."""
     records = lambda T, ws: [{**w["by_T"][str(T)], "label": w["label"]} for w in ws]  # noqa: E731
-    rows = [pool_T(T, records(T, warm_workers), min_time) for T in Ts]
+    rows = [pool_T(T, records(T, counted), min_time) for T in Ts]
     for r in rows:
         r["left_out_s"] = {w["label"]: {k: process_estimate([s[k] for s in w["by_T"][str(r["T"])][
             "samples"]]) for k in TIMED_KEYS} for w in left_out_workers}
@@ -401,6 +395,7 @@ def footer(fig, res, marks, protocol):
              "process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
+                 + " (all feed: it kept none)" * (r["figures_from"] != "kept samples")
                  for r in res["sweep"]) + "".join(
                  f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
@@ -485,7 +480,7 @@ def plot_perf(res):
                bbox_to_anchor=(0.5, 0.945))
     heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
-                 f"{heap_row['sample_count']} samples per T from {heap_row['process_count']} "
+                 f"{heap_row['sample_count']} samples per T from {heap_row['processes_sampled']} "
                  "default-heap process (set aside: " + ", ".join(
                      str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
@@ -730,10 +725,10 @@ def plot_roofline(res):
 # ----------------------------------------------------------------------------------------------
 # Block E: the numbers the three answers stand on, each computed once by a small function.
 
-def threshold_T(d_k, I_crit, b):
-    """The T above which T d_k / (4 d_k + b T) > I_crit (b = 2: the lab's formula; 4: its
-    inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
-    return None if d_k <= b * I_crit else 4 * d_k * I_crit / (d_k - b * I_crit)
+def threshold_T(d_k, ridge, b):
+    """The T above which T d_k / (4 d_k + b T) > ridge (the lab's I_crit; b = 2: its formula; 4:
+    its inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
+    return None if d_k <= b * ridge else 4 * d_k * ridge / (d_k - b * ridge)
 
 
 def thresholds(d_k, ridge, ridge_interval):
@@ -811,11 +806,13 @@ def threading_windows(Ts, counted):
         matched = [(a, o) for p in (w["by_T"][str(T)] for w in counted) for o in p["one_thread"]
                    if not slow(a := p["samples"][o["after"]]) and not slow(o)]
         # a T whose pairs the canary all set aside has no window
-        at = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa: E731
-                        for k in TIMED_KEYS}
+        median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
+                            for k in TIMED_KEYS}
         if matched:
-            out.append({"T": T, "windows": len(matched), "threads_over_one": at(lambda a, o: a / o),
-                        "all_threads_s": at(lambda a, o: a), "one_thread_s": at(lambda a, o: o)})
+            out.append({"T": T, "windows": len(matched),
+                        "threads_over_one": median(lambda a, o: a / o),
+                        "all_threads_s": median(lambda a, o: a),
+                        "one_thread_s": median(lambda a, o: o)})
     return out
 
 
@@ -837,7 +834,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
         T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
         if not (got := [w["calls"][str(T)] for w in counted if str(T) in w["calls"]]):
             continue
-        n_el, n_queries = n_heads * T * T, got[0]["in_cache_rows"]
+        n_el, n_queries = n_heads * T * T, got[0]["in_cache_queries"]
         per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
             [scale * g[p][kind] for g in got], key)
         passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
@@ -846,7 +843,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         for q in passes:
             q["larger_floor"] = pass_floor(q)
-        out.append({"T": T, "process_count": len(got), "in_cache_rows": n_queries,
+        out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
                     "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
                     "passes_bytes": sum(q["bytes"] for q in passes),
@@ -899,12 +896,12 @@ def analyse(rows, cfg, ceilings, counted, windows):
 
 def run_config(args, plan, threads):
     """results.json's config: what was asked and what the plan made of it (its tasks)."""
-    dflt, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
+    dflt_task, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
             "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
-            "rounds_per_worker": warm_task["samples_each_T"], "quick": args.quick,
-            "in_process": args.in_process, "default_heap_samples": dflt["samples_each_T"],
+            "quick": args.quick,
+            "in_process": args.in_process, "default_heap_samples": dflt_task["samples_each_T"],
             "one_thread_rounds": warm_task["one_thread_rounds"],
             "blas_threads": threads["blas_threads"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
@@ -916,10 +913,10 @@ def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
     ops = (entry_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
-    at = f"_at_T_{KEYED_T}"  # as the lab spells its keys
-    summary = {f"softmax_GFLOPS{at}": ops and ops["softmax"]["GFLOPS"],
-               f"softmax_pct_of_total{at}": ops and 100 * ops["softmax"]["time_share"],
-               f"scores_GFLOPS{at}": ops and ops["scores"]["GFLOPS"],
+    suffix = f"_at_T_{KEYED_T}"  # as the lab spells its keys
+    summary = {f"softmax_GFLOPS{suffix}": ops and ops["softmax"]["GFLOPS"],
+               f"softmax_pct_of_total{suffix}": ops and 100 * ops["softmax"]["time_share"],
+               f"scores_GFLOPS{suffix}": ops and ops["scores"]["GFLOPS"],
                "phase_27_motivation_pct_memory": ops and 100 * sum(
                    ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
     return {
@@ -929,10 +926,9 @@ def make_manifest(results, argv):
                    "quick blas_threads workers".split()} | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
         "results_summary_definitions": {  # time_s: results.json's definitions
-            f"softmax_pct_of_total{at}": "softmax time_s / forward_s (the ops' sum)",
+            f"softmax_pct_of_total{suffix}": "softmax time_s / forward_s (the ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
-        "ridge_intensity": c["ridge"], "ridge_interval": c["ridge_interval"],
         "ceilings_source": c["source"], "conditions_verdict": results["conditions"]["verdict"],
         "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
         "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
@@ -1029,9 +1025,9 @@ def run_lab(args, argv):
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
-# The machine: its facts, threads and load, on Linux from /proc and /sys under SYSROOT (the tests
-# point it at simulated machines), elsewhere through psutil and numpy (the workers count their
-# own page faults, preemptions and clock). What a platform cannot tell is None, never guessed.
+# The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (the tests point
+# it at simulated machines), elsewhere through psutil and numpy (the workers count their own page
+# faults, preemptions and clock; its load: spawn_all). What a platform cannot tell is None.
 
 SYSROOT = Path("/")
 CPUFREQ = "sys/devices/system/cpu/cpu[0-9]*/cpufreq"  # each CPU's cpufreq folder, under SYSROOT
@@ -1181,37 +1177,24 @@ def thread_record(flag, hardware):
         blas = blas_info()
     ran = blas[0]["num_threads"] if blas else None
     return {"blas_threads": ran, "asked": asked, "imposed": imposed, "asked_by": asked_by,
-            "physical_cores": hardware["physical_cores"], "logical_cpus": hardware["logical_cpus"],
             "includes_hyperthreads": ran and ran > hardware["physical_cores"]}, blas
 
 
-def threads_warning(threads):
+def threads_warning(results):
     """One line when the BLAS threads that ran are not those asked for or not one per core."""
-    ran, asked, cores = threads["blas_threads"], threads["asked"], threads["physical_cores"]
+    threads, hardware = results["threads"], results["hardware"]
+    ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
     if ran is None:
         return "threadpoolctl sees no BLAS library: the thread count is not controlled"
     parts = []
     if asked not in (None, ran):
         parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
-                     + " (as many as the CPUs)" * (ran == threads["logical_cpus"] < asked))
+                     + " (as many as the CPUs)" * (ran == hardware["logical_cpus"] < asked))
     if ran != cores:
         parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
                      "share a core; " * (ran > cores) + "the lab asks for one thread per core "
                      "(--threads or OMP_NUM_THREADS)")
     return "; ".join(parts) or None
-
-
-def machine_load(own_pids):
-    """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
-    other readable process by pid, with its name (never its arguments) and start."""
-    t = psutil.cpu_times()
-    busy = sum(getattr(t, f, 0.0) for f in "user nice system irq softirq interrupt dpc".split())
-    steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
-    procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
-             for p in psutil.process_iter(["name", "cpu_times", "create_time"])
-             if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
-    return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
-            "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1281,7 +1264,8 @@ TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again
 
 def timer_cost_ratio(x, mha, mask, m, first):
     """What the timers cost: m timed forwards, each beside an untimed one, the pair's order
-    alternating forward by forward (a drift slows both alike); the median of m timed/untimed."""
+    alternating forward by forward (assumed: a drift slows both alike); the median of m
+    timed/untimed."""
     now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
     ratios = []
     for j in range(m):
@@ -1331,7 +1315,7 @@ def harness_figures(records, samples, in_figures, min_time):
 # after its samples (the canary does not judge them), and estimated on the fast side of their
 # repeats, like the ops.
 
-COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (source + destination), any LLC
+COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has no roof of its
@@ -1375,7 +1359,7 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """The working set (source + destination) that measures each level: half of each data cache
+    """The working set (both buffers) that measures each level: half of each data cache
     (an L1 copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the
     last and half that (the plateau check), none over COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
@@ -1425,10 +1409,9 @@ def copy_estimate(runs):
 
 
 def combine_ceilings(counted, warm_workers, spec):
-    """The measured ceilings, from the repeats of the processes that feed the figures (of all the
-    warm ones if none of those timed any), and what the levels say of themselves: a plateau
-    (DRAM's two sizes within PLATEAU), a small copy slower than a larger level's. Beta: the larger
-    DRAM copy's."""
+    """The measured ceilings, from the repeats of the processes that feed the figures (else all the
+    warm ones'), and what the levels say of themselves: a plateau (DRAM's two sizes within
+    PLATEAU), a small copy slower than a larger level's. Beta: the larger DRAM copy's."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1485,28 +1468,27 @@ def softmax_passes(S, mask):
 
 def calls_at(T, task, mha, canary):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    on as many queries (rows of S) as fit in_cache_bytes with every array the widest pass touches
-    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block,
-    one block on the peak); at KEYED_T, exp in cache in float64. Seconds per call: the fastest
-    of CALL_REPEATS batches of CALL_MIN_TIME in turn over every call (a slow spell costs a batch,
-    not a figure)."""
+    on as many queries (rows of S) as fit cache_budget_bytes with all the widest pass touches
+    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block);
+    at KEYED_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches of
+    CALL_MIN_TIME in turn over every call (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["in_cache_bytes"] // query_bytes))
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (at, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
+    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
     n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
     fns = {("scores", step): call for step, call in steps.items()}
     for p in PASSES:
         n = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): at[p], (p, "in_cache"): cache[p],
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
                     (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
     if T == KEYED_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_rows": n_queries, "in_cache_bytes": query_bytes * n_queries}
+    out = {"in_cache_queries": n_queries, "in_cache_bytes": query_bytes * n_queries}
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         out.setdefault(name, {})[kind] = math.inf
@@ -1524,9 +1506,8 @@ def calls_at(T, task, mha, canary):
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. Measured on the AMD host: with glibc's defaults a worker faulted ~2,200 pages a forward
-    at T = 512 (the default-heap row's page_faults_per_forward); with these, next to none. No
-    mallopt: the "warm" workers run on the default heap too (heap.mode says so)."""
+    code. On the AMD host glibc's defaults faulted ~2,200 pages a forward at T = 512 (the default
+    heap's row); these, next to none. No mallopt: "warm" workers on the default heap (heap.mode)."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -1536,15 +1517,20 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-HANG_RATIO = 100         # a worker still running after this many times the sampling its task
-WORKER_TIMEOUT_S = 900   # asks, and at least this many seconds, is hung: killed, the run fails
-SLOW_GFLOPS = 1          # a sample's length: min_time, or one forward's FLOPs at this slow rate
+PROFILES = {  # a run's plan: ceiling_repeats, beta's and pi's; cache_repeats, the other copies
+    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6,
+             "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
+WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
+SLOW_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this slow rate
 CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 
 
 def worker_timeout(task):
-    """Seconds a worker may take (a default run's take 1-5 s on the AMD host): its samples'
-    sampling time, scaled by HANG_RATIO for the passes, ceilings and a slow machine."""
+    """Seconds after which a worker is hung, killed, and the run fails: HANG_RATIO times its
+    samples' sampling time, for its passes, ceilings and a slow machine (AMD host: 1-5 s)."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
@@ -1556,7 +1542,7 @@ def worker_job(task):
     heap = keep_heap() if task["heap_mode"] == "warm" else {
         "mode": "default", "control": "the allocator's defaults"}
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
-    with threadpool_limits(task["threads_limit"], user_api="blas"):
+    with threadpool_limits(task["threads_imposed"], user_api="blas"):
         canary = make_canary()
         gc.disable()
         try:
@@ -1608,8 +1594,8 @@ def spawn_one(task, in_process, timeout):
     if in_process:
         return worker_job(task)
     env = dict(os.environ)
-    if task["threads_limit"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
-        env.update(dict.fromkeys(THREAD_VARS, str(task["threads_limit"])))
+    if task["threads_imposed"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
+        env.update(dict.fromkeys(THREAD_VARS, str(task["threads_imposed"])))
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
@@ -1635,7 +1621,7 @@ def make_plan(args, hardware, threads):
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)
-    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T: its rounds over every T
+    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
     n_ceiling = min(n_warm, CEILING_WORKERS)  # how many warm workers time the ceilings
@@ -1645,8 +1631,8 @@ def make_plan(args, hardware, threads):
             "matmul_n": prof["matmul_n"]}
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_limit": threads["imposed"],
-            "in_cache_bytes": l2 // 2}
+            "min_time": args.min_time, "threads_imposed": threads["imposed"],
+            "cache_budget_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
@@ -1655,8 +1641,20 @@ def make_plan(args, hardware, threads):
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks,
-            "ceiling_spec": spec}
+    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks, "ceiling_spec": spec}
+
+
+def machine_load(own_pids):
+    """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
+    other readable process by pid, with its name (never its arguments) and start."""
+    t = psutil.cpu_times()
+    busy = sum(getattr(t, f, 0.0) for f in "user nice system irq softirq interrupt dpc".split())
+    steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
+    procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
+             for p in psutil.process_iter(["name", "cpu_times", "create_time"])
+             if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
+    return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
+            "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 def spawn_all(plan, in_process):
@@ -1699,7 +1697,8 @@ PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
                           # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD)
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
-COOPERATION_LIMIT = 0.90  # at the largest T, av on all BLAS threads under 90 % of one thread's
+COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time, at the largest
+                          # T with a window
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
@@ -1715,7 +1714,7 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 def canary_quantile(readings, q):
     """Per part, the q-quantile of a process's canary readings around its samples (at
     REFERENCE_QUANTILE: its reference, the fast side its batches are judged against); not those
-    after the calls' small batches, which read faster (measured): the samples' would look slow."""
+    after the calls' small batches, faster on the AMD host: the samples' would look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
@@ -1807,23 +1806,23 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, warm_workers, othe
                 *close)}
 
 
-def clock_checks(freq_start, freq_end, warm_workers, virtualized=False):
-    """Governor and turbo unchanged, and the clock not fallen from the first warm worker to the
+def clock_checks(freq_start, freq_end, counted, virtualized=False):
+    """Governor and turbo unchanged, and the clock not fallen from the first counted worker to the
     last (a 15 W laptop can leave turbo when its power budget runs out): cpufreq's MHz, else both
-    canary parts' fast side, the smaller fall (a slower clock would slow both; a process can run
-    one part slower all its life: compute x1.3, Intel host). On a VM the remedy says the canary
-    cannot tell the clock from the shared host."""
+    canary parts' fast side, the smaller fall (assumed: a slower clock slows both; a process can
+    run one part slower all its life: compute x1.3, Intel host). On a VM the remedy says the
+    canary cannot tell the clock from the shared host."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
-    mhz = [float(np.median(w["MHz"])) for w in warm_workers if w["MHz"]]
+    mhz = [float(np.median(w["MHz"])) for w in counted if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
         what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
                 "in the last")
-    elif len(warm_workers) > 1:
-        fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in warm_workers[::len(
-            warm_workers) - 1]]  # the first and the last
+    elif len(counted) > 1:
+        fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
+            counted) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
             f"{1e6 * fast[0][p]:.1f} us ({p}) in the first warm worker and {1e6 * fast[1][p]:.1f}"
@@ -1891,7 +1890,8 @@ def process_group_findings(rows):
 
 
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av (its products sum over T, scores' over d_k) at the largest T?
+    """Do the BLAS threads help av (its products sum over T, scores' over d_k) at the largest T
+    with a window (threading_windows)?
     In the same windows; a finding, not a disturbance; one thread advised only if it was faster."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
@@ -1956,8 +1956,9 @@ def load_results(arg):
 
 def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
-    band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its workers' time_s
-    (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
+    band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its processes'
+    estimates (from five on, the second highest over the second lowest: one slow worker cannot
+    blind it)."""
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
@@ -1973,9 +1974,9 @@ def compare_rows(a, b, Ts):
 
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
-    over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
+    over `apart` times apart) and why. A machine fact is the machine's, not the code's."""
     w = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
-    facts = [  # (fact, how it is read, a machine fact?, limit, why it differs)
+    facts = [  # (fact, how it is read, a machine fact?, times apart that differ, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
         ("numpy's SIMD targets", lambda r: " ".join(
@@ -2001,10 +2002,10 @@ def compare_facts(a, b, T):
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
     out = []
-    for fact, get, machine_fact, limit, why in facts:
+    for fact, get, machine_fact, apart, why in facts:
         va, vb = get(a), get(b)
-        differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
-        if differs and limit and not why:
+        differs = va != vb if apart is None else bool(va and vb and max(va / vb, vb / va) > apart)
+        if differs and apart and not why:
             why = f"{vb / va:.2f}x in B" + ": a fact of the machine, not of the code" * machine_fact
         out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
                     "machine_fact": machine_fact, "why": why if differs else None})
@@ -2045,8 +2046,8 @@ def compare(arg_a, arg_b, out):
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
               f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['change']}")
-    if (apart := c["T_not_shared"])["a_only"] or apart["b_only"]:
-        print(f"\nnot compared: T={apart['a_only']} only in A, T={apart['b_only']} only in B")
+    if (unshared := c["T_not_shared"])["a_only"] or unshared["b_only"]:
+        print(f"\nnot compared: T={unshared['a_only']} only in A, T={unshared['b_only']} only in B")
     print("\n  fact: A | B   (* the two runs tell a different story here)")
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     for f in facts:
@@ -2107,7 +2108,7 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
     its calls at the largest T (calls_at: P, S, Z, D, E, the mask, a call's output, the copy
     block, and half an (h, T, T) array for what the samples' freed arrays leave unused: 0.1-0.5
-    measured at T = 1024-4096) and its ceilings (largest copy block, pi's)."""
+    measured at T = 1024-4096 on the AMD host) and its ceilings (largest copy block, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
@@ -2146,19 +2147,19 @@ def refuse_early(args, plan):
 def report(results, out):
     """A run's end: its files, what to know before trusting it, its numbers, its --compare line."""
     print(f"\nwrote results.json, manifest.json, perf.png, roofline.png to {out}")
-    warn = [f"threads: {t}"] if (t := threads_warning(results["threads"])) else []
+    warn = [f"threads: {t}"] if (t := threads_warning(results)) else []
     if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
         warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
                     "frequency-set -g performance")
     if cold := [(r["T"], r["page_faults_per_forward"]) for r in results["sweep"]
                 if (r["page_faults_per_forward"] or 0) >= 1]:
         warn.append(f"page faults: from T={cold[0][0]} on, {cold[0][1]:.0f} a forward on the "
-                    f"{results['heap']['mode']} heap: the kernel is in the times")
+                    f"{results['heap']['mode']} heap: the times include handling them")
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
-    n, found = results["config"]["workers"], results["conditions"]["findings"]
+    found = results["conditions"]["findings"]
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
-             f"figures from {n - len(results['canary']['left_out'])} of {n}"
+             "it feeds no figure"
              for k, v in results["canary"]["left_out"].items()]
     notes += ["processes in two groups (a finding, not a disturbance): "
               + groups_text(g) for g in found["process_groups"]]
