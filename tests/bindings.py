@@ -106,7 +106,7 @@ def q1(r):
                 "compute-bound here.**")
     scores, av = (by_class(r, k, "bound") for k in ("scores", "av"))
     return (f"Against β: the softmax at every T; scores and av pass the ridge at T = "
-            f"{THR(r)['T_threshold']:.1f}: " + (scores if scores == av else
+            f"{THR(r)['T_threshold']:.1f}; against its interval, " + (scores if scores == av else
                                                  f"scores {scores}; av {av}") + ".**")
 
 
@@ -123,7 +123,7 @@ def which_beta(r):
         return (f"β is {words} copying **{dram['bytes'] >> 20}** MiB, {'past' if dram['past_llc'] else 'within'} the L3; a **{dram['check_bytes'] >> 20}** MiB "
                 f"copy ran at **{num(dram['GBps_check'], 1)}** GB/s, within {100 * perf.PLATEAU:.0f} %: a plateau"
                 + ", DRAM's" * dram["past_llc"]
-                + f" (as in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** of the **{WORDS[len(QUIET())]}** quiet reruns)"
+                + f" (the quiet reruns found one in **{WORDS[sum(x['levels']['DRAM']['plateau'] for x in QUIET())]}** of **{WORDS[len(QUIET())]}**)"
                 + f"; both copies fit the {'VM' if r['hardware']['virtualized'] else 'machine'}'s reported L3, so whose plateau"
                   " it is the run does not tell" * (not dram["past_llc"]) + ".")
     other = c["pi_peak_GFLOPS"] / dram["GBps_check"]
@@ -257,6 +257,11 @@ R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
 
 
+def AT_128(cls):
+    """The quiet reruns in which scores and av were both of class `cls` at T = 128."""
+    return [x for x in QUIET() if all(x["bound"][k][1] == cls for k in ("scores", "av"))]
+
+
 def SLOW_RERUNS():
     """The reruns above the largest gap in their forwards at T = 512, split by perf.py's own rule
     for processes (process_groups: wider than GROUP_GAP and than either side's spread); none if
@@ -384,6 +389,10 @@ LAB = [
     ("and this run's, **{}** ms, lies", lambda r, m: ms(row(r, 512)["forward_s"])),
     ("at T = 512 compute-bound in **{}**", lambda r, m: WORDS[sum(
         all(x["bound"][k][-1] == "compute" for k in ("scores", "av")) for x in QUIET())]),
+    ("the **{}** reruns with the highest ridge", lambda r, m: WORDS[len(AT_128("ridge"))]),
+    ("near it, the other **{}** compute-bound", lambda r, m: WORDS[len(AT_128("compute"))]),
+    ("In the reruns the spread between kept processes reached **{} %**", lambda r, m: pct(max(
+        x["between_process_rsd"][T][k] for x in RERUNS for T in x["between_process_rsd"] for k in OPS))),
     ("interval is widest, {}:", lambda r, m: "{} at T = {}".format(*widest(r))),
     ("**{} %** between them against", lambda r, m: pct(WIDEST(r)["between_process_rsd"])),
     ("against **{} %** within one", lambda r, m: pct(WIDEST(r)["within_process_rsd"])),
@@ -596,6 +605,9 @@ CLAIMS = [
         "asymptotic_intensity"] for x in QUIET())),
     (LABR, "in every one scores and av were memory-bound or near the ridge at T = 64, and at T = 512 compute-bound "
      "in", lambda r, m: all(x["bound"][k][0] in ("memory", "ridge") for x in QUIET() for k in ("scores", "av"))),
+    (LABR, "At T = 128 the class followed the ridge", lambda r, m: AT_128("ridge") and AT_128("compute") and min(
+        x["ridge_intensity"] for x in AT_128("ridge")) > max(x["ridge_intensity"] for x in AT_128("compute"))
+     and len(AT_128("ridge")) + len(AT_128("compute")) == len(QUIET())),
     (LABR, "and near the ridge in the other", lambda r, m: sum(
         all(x["bound"][k][-1] == "compute" for k in ("scores", "av")) for x in QUIET()) == len(QUIET()) - 1 and all(
         x["bound"][k][-1] in ("compute", "ridge") for x in QUIET() for k in ("scores", "av"))),
