@@ -312,7 +312,7 @@ LAB = [
         *(num(op(r, T, "scores")["intensity"], 2) for T in TS))),
     ("- **Which β.** {} On the lab's", lambda r, m: which_beta(r)),
     ("In the **{}** quiet reruns", lambda r, m: WORDS[len(QUIET())]),
-    ("reruns the ridge read **{}**, below", lambda r, m: range_of([x["ridge_intensity"] for x in QUIET()], 2)),
+    ("reruns the ridge read **{}**, below", lambda r, m: range_of([x["ridge"] for x in QUIET()], 2)),
     ("(at T = **{}** over the ridge's interval)", lambda r, m: both(THR(r)["at_ridge_low"], THR(r)["at_ridge_high"], 1)),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
@@ -601,12 +601,12 @@ CLAIMS = [
     (LABR, "far left of it at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (LABR, "**A threshold T here.** This ridge lies below d_k/2, so their intensity passes it",
      lambda r, m: THR(r)["T_threshold"] is not None and C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
-    (LABR, "below d_k/2 in every one", lambda r, m: all(x["ridge_intensity"] < x["scores_av_threshold"][
+    (LABR, "below d_k/2 in every one", lambda r, m: all(x["ridge"] < x["scores_av_threshold"][
         "asymptotic_intensity"] for x in QUIET())),
     (LABR, "in every one scores and av were memory-bound or near the ridge at T = 64, and at T = 512 compute-bound "
      "in", lambda r, m: all(x["bound"][k][0] in ("memory", "ridge") for x in QUIET() for k in ("scores", "av"))),
     (LABR, "At T = 128 the class followed the ridge", lambda r, m: AT_128("ridge") and AT_128("compute") and min(
-        x["ridge_intensity"] for x in AT_128("ridge")) > max(x["ridge_intensity"] for x in AT_128("compute"))
+        x["ridge"] for x in AT_128("ridge")) > max(x["ridge"] for x in AT_128("compute"))
      and len(AT_128("ridge")) + len(AT_128("compute")) == len(QUIET())),
     (LABR, "and near the ridge in the other", lambda r, m: sum(
         all(x["bound"][k][-1] == "compute" for k in ("scores", "av")) for x in QUIET()) == len(QUIET()) - 1 and all(
@@ -652,7 +652,7 @@ CLAIMS = [
     (LABR, "lies among them", lambda r, m: min(x["forward_s"]["512"] for x in RERUNS) <= row(r, 512)["forward_s"]
      <= max(x["forward_s"]["512"] for x in RERUNS)),
     (LABR, "But β is two threads copying, and numpy runs the softmax on one", lambda r, m: LV(r, "DRAM")[
-        "GBps_from"] == "all_threads" and C(r)["copy_threads"] == 2 and SOFTMAX_ONE_THREAD(r)),
+        "GBps_from"] == "all_cpus" and C(r)["copy_threads"] == 2 and SOFTMAX_ONE_THREAD(r)),
     (LABR, "over 10 %, as in every quiet rerun", lambda r, m: SM(r)["ratio_to_1thread_dram_copy"] >= 0.1 and all(
         x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"] >= 0.1 for x in QUIET())),
     (LABR, "Which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
@@ -681,7 +681,7 @@ CLAIMS = [
     ("README.md", "Against β, the softmax at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     ("README.md", "like every quiet rerun's, lies below d_k/2, where their intensity levels off",
      lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"] and all(
-         x["ridge_intensity"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
+         x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())),
     ("README.md", "ran slow for its whole life is left out and named", lambda r, m: RERUNS_LEFT_OUT()
      and all(w not in x["processes"] for x in r["sweep"] for w in r["canary"]["left_out"])),
     ("README.md", "The twelve reruns' forwards at T = 512 form one group", lambda r, m: len(RERUNS) == 12

@@ -114,7 +114,7 @@ def rerun_digest(r, m):
     a = r["analysis"]
     return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
                                                                   "model", "physical_cores")},
-            "ridge_intensity": r["ceilings"]["ridge"],
+            "ridge": r["ceilings"]["ridge"],
             "forward_s": {T: x["forward_s"] for T, x in at.items()},
             "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
             "time_s_interval": {T: {k: x["ops"][k]["time_s_interval"] for k in OPS}

@@ -21,18 +21,18 @@ def worker(Ts):
 
 def levels(beta):
     return {"L2": {"capacity_bytes": 1 << 20, "bytes": 512 << 10, "shared": False, "GBps": 80.0,
-                   "GBps_1thread": 80.0, "GBps_all_threads": None, "slower_than_larger": False,
+                   "GBps_1thread": 80.0, "GBps_all_cpus": None, "slower_than_larger": False,
                    "GBps_from": "1thread",
                    "same_roof_as_DRAM": False, "repeats": 10},
             "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True, "GBps": 40.0,
-                   "GBps_1thread": 30.0, "GBps_all_threads": 40.0, "slower_than_larger": False,
-                   "GBps_from": "all_threads",
+                   "GBps_1thread": 30.0, "GBps_all_cpus": 40.0, "slower_than_larger": False,
+                   "GBps_from": "all_cpus",
                    "same_roof_as_DRAM": False, "repeats": 10},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
                      "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
-                     "GBps_all_threads": beta, "GBps_check": beta, "plateau": True,
+                     "GBps_all_cpus": beta, "GBps_check": beta, "plateau": True,
                      "GBps_interval": [0.9 * beta, 1.1 * beta], "repeats": 20,
-                     "GBps_from": "all_threads"}}
+                     "GBps_from": "all_cpus"}}
 
 
 def op(seconds, worker_times):
@@ -71,7 +71,7 @@ def run(times_ms=TIMES_MS, workers=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet"
                                      for k, s in secs.items()}})
     for r in rows + default_rows:
         perf.place_on_roofline(r, 64, 4, ceilings)
-    windows = [{"T": T, "windows": 10,
+    windows = [{"T": T, "pairs": 10,
                 "threads_over_one": {k: cooperation for k in perf.TIMED_KEYS},
                 "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.TIMED_KEYS},
                 "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.TIMED_KEYS}}

@@ -1,6 +1,6 @@
 """The canary sees the machine run slow and the run sets those samples aside: slow windows are
 injected deterministically into a short in-process run (the softmax made slower, the canary's
-readings around it slower too, as a host's slow phase slows both), then the figures, the counts
+readings around it slower too, as a host's slow phase is assumed to slow both), then the figures, the counts
 and the verdict are checked against the windows. The canary's reading rule by hand."""
 import time
 
@@ -131,7 +131,7 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
         factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then warm 1, warm 2
 
         def read():
-            return {part: factor * t for part, t in FAST.items()}  # a clock slows both parts
+            return {part: factor * t for part, t in FAST.items()}  # a slower clock, assumed to slow both parts
         first = read()
         return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
     monkeypatch.setattr(perf, "make_canary", make_canary)
@@ -140,8 +140,8 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
     check = res["conditions"]["checks"]["clock_drop"]
     assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
-    assert reason.startswith("the canary took 40.0 us (compute) in the first warm worker and "
-                             "60.0 in the last and 60.0 us (blas) in the first warm worker and "
+    assert reason.startswith("the canary took 40.0 us (compute) in the first counted worker and "
+                             "60.0 in the last and 60.0 us (blas) in the first counted worker and "
                              "90.0 in the last (speed -33%)")
 
 
@@ -181,7 +181,7 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
     assert res["conditions"]["checks"]["slow_process"] == {
         "value": 0, "limit": 1, "ok": True}
     perf.report(res, tmp_path)
-    assert "note: warm 2 left out: blas canary x2.0 the others' fast side; it feeds no figure" in \
+    assert "note: warm 2 left out: blas canary x2.0 the others' fast side; figures from 2 of 3" in \
         capsys.readouterr().out
 
 

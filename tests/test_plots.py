@@ -22,7 +22,8 @@ SIX_T = {T: {op: ms * (T / 512) ** 1.6 for op, ms in synthetic.TIMES_MS[512].ite
 
 def awkward():
     """Points that coincide (scores and av at one place), a DRAM copy with no plateau and not
-    past the L3, an L3 with no roof of its own, a disturbed run with long reasons."""
+    past the L3, an L3 with no roof of its own, a disturbed run with long reasons, and a default
+    heap at T = 512 far off the bars' scale."""
     res = synthetic.run(times_ms={64: {**synthetic.TIMES_MS[64], "av": 0.010},
                                   512: {**synthetic.TIMES_MS[512], "av": 0.90}},
                         verdict="disturbed", reasons=[
@@ -37,6 +38,7 @@ def awkward():
         row["processes"].remove("warm 3")
     res["conditions"]["findings"]["process_groups"] = [
         {"op": "scores", "T": 512, "groups": [[0.7e-3, 3], [1.9e-3, 1]]}]
+    res["sweep_default_heap"][-1]["forward_s"] *= 4
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a small copy slower than larger ones: no roof
@@ -81,6 +83,16 @@ def test_the_stacked_bars_are_the_json_s_times(res):
     for r, h in zip(res["sweep"], drawn):  # the default heap beside each T, clipped only off scale,
         # and then just under the top, with room for its label
         assert h == pytest.approx(default[r["T"]]) or (h < default[r["T"]] and top / 1.2 <= h < top)
+    plt.close(fig)
+
+
+def test_a_default_heap_off_the_scale_is_cut_under_the_top_and_says_so():
+    res = awkward()
+    fig = perf.plot_perf(res)
+    ax = fig.axes[0]
+    h, top = ax.containers[len(perf.OPS)][-1].get_height(), ax.get_ylim()[1]
+    assert h < res["sweep_default_heap"][-1]["forward_s"] * 1e3 and top / 1.2 <= h < top
+    assert any("(off scale)" in t.get_text() for t in fig.findobj(Text))
     plt.close(fig)
 
 
@@ -237,7 +249,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     assert sorted(said_roofs) == sorted(roofs)
     for name, (who, rate, size, unit) in said_roofs.items():
         lv = roofs[name]
-        assert who == {"all_threads": "all CPUs", "1thread": "one core"}[lv["GBps_from"]]
+        assert who == {"all_cpus": "all CPUs", "1thread": "one core"}[lv["GBps_from"]]
         assert rate == round(lv["GBps"]) and size <= lv["bytes"] < size + unit
     plt.close(bars)
     plt.close(rings)

@@ -155,18 +155,18 @@ def test_threading_windows_by_hand():
     worker = lambda p: {"by_T": {"256": p, "512": {**p, "one_thread": []}}}  # noqa: E731
     [w] = perf.threading_windows([256, 512], [worker(p)])  # no window at 512: no row
     # Windows: (1 ms with threads, 2 ms on one) and (3, 2): ratios 0.5 and 1.5, median 1.
-    assert w["T"] == 256 and w["windows"] == 2 and w["threads_over_one"]["av"] == pytest.approx(1.0)
+    assert w["T"] == 256 and w["pairs"] == 2 and w["threads_over_one"]["av"] == pytest.approx(1.0)
     assert w["threads_over_one"]["scores"] == pytest.approx(1.0)
     assert w["all_threads_s"]["av"] == pytest.approx(0.002)
     assert w["one_thread_s"]["av"] == 0.002 and w["one_thread_s"]["softmax"] == 0.005
     # Two workers pool their windows.
-    assert perf.threading_windows([256], [worker(p), worker(p)])[0]["windows"] == 4
+    assert perf.threading_windows([256], [worker(p), worker(p)])[0]["pairs"] == 4
 
 
 def copy_workers(levels, check, matmul=100.0):
-    """Worker results of the copies: {level: [(one thread, all threads) per repeat]}, one
-    repeat per worker, the check on all threads."""
-    return [{"copy": {name: {"1": [reps[i][0]], "all": None if reps[i][1] is None else
+    """Worker results of the copies: {level: [(one thread, all CPUs) per repeat]}, one
+    repeat per worker, the check on all CPUs."""
+    return [{"copy": {name: {"1": [reps[i][0]], "all_cpus": None if reps[i][1] is None else
                              [reps[i][1]]} for name, reps in levels.items()},
              "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
             for i in range(len(check))]
@@ -200,8 +200,8 @@ def test_copy_ceilings_by_hand():
     # 29 (numpy's linear: the 4th of 5 values); all threads win on their statistic.
     c = ceilings(dram=[(20, 30), (21, 29), (22, 28), (23, 27), (24, 26)], check=[29] * 5)
     dram = c["levels"]["DRAM"]
-    assert dram["GBps_1thread"] == 23 and dram["GBps_all_threads"] == 29
-    assert (dram["GBps"], dram["GBps_from"], dram["repeats"]) == (29, "all_threads", 5)
+    assert dram["GBps_1thread"] == 23 and dram["GBps_all_cpus"] == 29
+    assert (dram["GBps"], dram["GBps_from"], dram["repeats"]) == (29, "all_cpus", 5)
     # Five values cannot give a 95 % interval of a 75th percentile: the full range, and the
     # coverage it has, 1 - 0.75^5 - 0.25^5.
     assert dram["GBps_interval"] == [26, 30]

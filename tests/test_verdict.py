@@ -144,7 +144,7 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, worker(), last]))
     assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.2)
     assert v["checks"]["clock_drop"]["basis"] == "canary"
-    assert "took 40.0 us (compute) in the first warm worker and 50.0 in the last" in \
+    assert "took 40.0 us (compute) in the first counted worker and 50.0 in the last" in \
         reasons(v)[0]
     assert v["failed"][0]["do"] == "AC power, performance governor"  # a laptop, perhaps
     # On a VM the canary cannot tell the clock from the shared host: the host's remedy.

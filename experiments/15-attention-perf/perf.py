@@ -55,7 +55,7 @@ REPO = HERE.parent.parent
 PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, from REPO
 
 # The lab's experiment.
-OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the one list of the timed ops
+OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fuses: S to out_h
 T_SWEEP = (64, 128, 256, 512)
@@ -308,15 +308,11 @@ def pool_T(T, records, min_time):
             if aside else None, **harness_figures(records, samples, in_figures, min_time)}
 
 
-def pool_sweep(Ts, counted, default_heap_worker, min_time, left_out_workers=()):
-    """A row per T from the counted workers' samples, one from the default-heap worker's. Beside
-    each, each left-out process's own estimates (left_out_s), which feed nothing."""
+def pool_sweep(Ts, counted, default_heap_worker, min_time):
+    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
     records = lambda T, ws: [{**w["by_T"][str(T)], "label": w["label"]} for w in ws]  # noqa: E731
-    rows = [pool_T(T, records(T, counted), min_time) for T in Ts]
-    for r in rows:
-        r["left_out_s"] = {w["label"]: {k: process_estimate([s[k] for s in w["by_T"][str(r["T"])][
-            "samples"]]) for k in TIMED_KEYS} for w in left_out_workers}
-    return rows, [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts]
+    return ([pool_T(T, records(T, counted), min_time) for T in Ts],
+            [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts])
 
 
 def entry_at(entries, T):
@@ -648,7 +644,7 @@ def draw_roofs(ax, res, xs):
     for name, lv in c["levels"].items():
         if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["slower_than_larger"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
-            who = "all CPUs" if lv["GBps_from"] == "all_threads" else "one core"
+            who = "all CPUs" if lv["GBps_from"] == "all_cpus" else "one core"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
@@ -809,10 +805,9 @@ def threading_windows(Ts, counted):
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in TIMED_KEYS}
         if matched:
-            out.append({"T": T, "windows": len(matched),
-                        "threads_over_one": median(lambda a, o: a / o),
-                        "all_threads_s": median(lambda a, o: a),
-                        "one_thread_s": median(lambda a, o: o)})
+            out.append({"T": T, "pairs": len(matched), **{key: median(f) for key, f in (
+                ("threads_over_one", lambda a, o: a / o), ("all_threads_s", lambda a, o: a),
+                ("one_thread_s", lambda a, o: o))}})
     return out
 
 
@@ -997,8 +992,7 @@ def run_lab(args, argv):
     dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
-    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time,  # Block B
-                                    [w for w in warm_workers if w["label"] in left_out])
+    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time)  # Block B
     windows = threading_windows(args.T, counted)
     measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
     ceilings = ceilings_and_ridge(given, measured)
@@ -1217,7 +1211,7 @@ def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
     after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul).
     `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A copy part, tried
-    on a shared VM, flagged samples whose ops ran at full speed: left out.)"""
+    on the AMD host, flagged samples whose ops ran at full speed: left out.)"""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
@@ -1361,7 +1355,8 @@ def matmul_rates(n, reps, min_time):
 def copy_levels(hardware, dram_bytes=None):
     """The working set (both buffers) that measures each level: half of each data cache
     (an L1 copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the
-    last and half that (the plateau check), none over COPY_MAX_BYTES."""
+    last (at least 128 MiB; no cache seen: 8 MiB) and half that (the plateau check), none over
+    COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1376,13 +1371,13 @@ def copy_levels(hardware, dram_bytes=None):
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
     and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: it read slow right
-    after a 2048² matmul or a large copy (measured; why, not tested), and good repeats would go."""
+    after a 2048² matmul or a large copy (AMD host; why, not tested): good repeats would go."""
     cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
         buffers = copy_buffers(lv["bytes"])
         out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
-                             "all": copy_rates(buffers, cpus, reps, min_time)
+                             "all_cpus": copy_rates(buffers, cpus, reps, min_time)
                              if cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):  # the same buffers' first halves
             halves = [b[:lv["check_bytes"] // 8] for b in buffers]
@@ -1399,13 +1394,13 @@ def rate_estimate(runs, key):
 
 
 def copy_estimate(runs):
-    """One level's copy, on one thread and, where measured, on all: each estimated over all its
+    """One level's copy, on one thread and, where measured, on all CPUs: each estimated over all its
     repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
     one = rate_estimate([r["1"] for r in runs], "GBps")
-    alls = None if runs[0]["all"] is None else rate_estimate([r["all"] for r in runs], "GBps")
+    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
     best = alls if alls and alls["GBps"] > one["GBps"] else one
-    return {**best, "GBps_from": "all_threads" if best is alls else "1thread",
-            "GBps_1thread": one["GBps"], "GBps_all_threads": alls and alls["GBps"]}
+    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
+            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
 
 
 def combine_ceilings(counted, warm_workers, spec):
@@ -1418,7 +1413,7 @@ def combine_ceilings(counted, warm_workers, spec):
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
     check = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
-    same_threads = dram["GBps_all_threads"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
     dram.update(GBps_check=check, plateau=abs(check - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
         if name != "DRAM":
@@ -1529,8 +1524,8 @@ CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 
 
 def worker_timeout(task):
-    """Seconds after which a worker is hung, killed, and the run fails: HANG_RATIO times its
-    samples' sampling time, for its passes, ceilings and a slow machine (AMD host: 1-5 s)."""
+    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times its samples'
+    sampling time (a full run's workers take 1-5 s each on the AMD host)."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
@@ -1679,7 +1674,8 @@ def spawn_all(plan, in_process):
 # The run's verdict: the samples and processes the canary sets aside; each check a value against
 # a limit, ok True, False or None (not made here); "quiet" only if none failed. A failed check
 # says what happened and what to do, from what the run measured, never more. Its limits are
-# chosen: each says what it limits.
+# chosen: each says what it limits. Its inputs: machine_load (spawn_all); each worker's preempted,
+# MHz and canary readings (worker_job, machine_around); cpufreq at the start and end (run_lab).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on; the BLAS part (all BLAS
@@ -1825,8 +1821,8 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
             counted) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
-            f"{1e6 * fast[0][p]:.1f} us ({p}) in the first warm worker and {1e6 * fast[1][p]:.1f}"
-            f" in the last" for p in fast[0]))
+            f"{1e6 * fast[0][p]:.1f} us ({p}) in the first counted worker and "
+            f"{1e6 * fast[1][p]:.1f} in the last" for p in fast[0]))
     else:
         drop, basis, what = None, None, ""
     laptop = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
@@ -1913,7 +1909,8 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, l
               windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, the warm
     workers' preemptions) or changed under the run (the clock, of the counted; the canary's rules).
-    Findings: processes in two groups, threads that barely help; the default heap's preemptions."""
+    Findings: processes in two groups, threads that barely help. Not judged: the default heap's
+    preemptions."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -2158,8 +2155,9 @@ def report(results, out):
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
     found = results["conditions"]["findings"]
+    counts = "-".join(map(str, sorted({len(r["processes"]) for r in results["sweep"]})))
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
-             "it feeds no figure"
+             f"figures from {counts} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
     notes += ["processes in two groups (a finding, not a disturbance): "
               + groups_text(g) for g in found["process_groups"]]
