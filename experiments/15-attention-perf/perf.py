@@ -1285,9 +1285,8 @@ def after_sample(task, i, forward_args, rec, canary):
 
 
 def harness_figures(records, samples, in_figures, min_time):
-    """What one T's samples (records: a process's each) say of the harness: what the canary cost;
-    forwards per sample; the samples shorter than min_time; the share of a sample's time no op
-    accounts for; the timers' cost (timer pairs); page faults a forward."""
+    """What one T's samples say of the harness: the canary's cost, forwards per sample, samples
+    under min_time, time no op accounts for, the timers' cost (timer pairs), faults a forward."""
     forwards, faults = [s["n"] for s in samples], [p["faults"] for p in records]
     with_one_thread = samples + [s for p in records for s in p["one_thread"]]
     out = {"canary_cost": math.fsum(p["canary_s"] for p in records) / math.fsum(
@@ -1353,10 +1352,9 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """The working set (both buffers) that measures each level: half of each data cache
-    (an L1 copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the
-    last (at least 128 MiB; no cache seen: 8 MiB) and half that (the plateau check), none over
-    COPY_MAX_BYTES."""
+    """The working set (both buffers) that measures each level: half of each data cache (an L1
+    copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the last
+    (128 MiB at least; no cache seen: 8 MiB) and half that (plateau check), <= COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1674,8 +1672,8 @@ def spawn_all(plan, in_process):
 # The run's verdict: the samples and processes the canary sets aside; each check a value against
 # a limit, ok True, False or None (not made here); "quiet" only if none failed. A failed check
 # says what happened and what to do, from what the run measured, never more. Its limits are
-# chosen: each says what it limits. Its inputs: machine_load (spawn_all); each worker's preempted,
-# MHz and canary readings (worker_job, machine_around); cpufreq at the start and end (run_lab).
+# chosen, each saying what it limits; its inputs: machine_load (spawn_all), the workers' preempted,
+# MHz and canary readings (worker_job, machine_around), cpufreq at start and end (run_lab).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on; the BLAS part (all BLAS
@@ -1744,11 +1742,14 @@ def slow_processes(warm_workers):
 
 
 def judge_processes(dflt, warm_workers):
-    """mark_batches, then slow_processes: (the left-out processes, the warm ones that feed)."""
+    """mark_batches, slow_processes: (the left out, own estimates feeding nothing; the rest)."""
     for w in [dflt] + warm_workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_batches(w, w["canary_reference"])
     left_out = slow_processes(warm_workers)
+    for w in (w for w in warm_workers if w["label"] in left_out):
+        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate(
+            [s[k] for s in rec["samples"]]) for k in TIMED_KEYS} for T, rec in w["by_T"].items()}
     return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
