@@ -679,8 +679,6 @@ CLAIMS = [
     (LABR, "for this run's processes only: reruns fell outside it", lambda r, m: any(
         not (op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1])
         for x in RERUNS for k in OPS)),
-    (LABR, "each slow all its life on one canary part", lambda r, m: r["canary"]["left_out"] and all(
-        len(x["processes"]) == r["config"]["workers"] - len(r["canary"]["left_out"]) for x in r["sweep"])),
     (LABR, "Each ran slowest on the ops of its slow part", lambda r, m: SLOWEST_ON_ITS_PART(r)),
     (LABR, "**No rerun stood apart.**", lambda r, m: SLOW_RERUNS() == []),
     (LABR, "form one group by perf.py's rule for processes", lambda r, m: SLOW_RERUNS() == []),

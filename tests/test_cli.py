@@ -203,7 +203,7 @@ def test_a_worker_that_hangs_is_killed_after_its_timeout():
 
 def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch):
     default = tiny_task(samples_each_T=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
-    assert perf.worker_timeout(default) == perf.WORKER_TIMEOUT_S  # a default worker's: 1-5 s
+    assert perf.worker_timeout(default) == perf.WORKER_TIMEOUT_S  # a full run's worker: 1-5 s
     for task in (tiny_task(**{**default, "samples_each_T": 1000, "min_time": 0.5}),  # 2000 s
                  tiny_task(**{**default, "T_sweep": [16384]})):  # a forward: ~75 GFLOPs
         asked = task["samples_each_T"] * sum(max(task["min_time"], 74e9 * (T / 16384)**2 / 1e9)

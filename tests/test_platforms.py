@@ -130,7 +130,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
     assert res["conditions"]["verdict"] == "disturbed"
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
     # The CPUs' mean clock: 1600 + 100 * (0..7) MHz = 1950, then three quarters of it.
-    assert any("the cores ran at 1950 MHz in the first worker and 1462 MHz in the last (speed -25%)"
+    assert any("the cores ran at 1950 MHz in the first counted worker and 1462 MHz in the last (speed -25%)"
                in f["reason"] for f in res["conditions"]["failed"])
     assert "disturbed run:" in out and "what to do: plug the laptop in" in out
 

@@ -242,14 +242,14 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     # the all-thread copy won), its rate, its working set.
     shift = {"KiB": 10, "MiB": 20}
     said_roofs = {m[1]: (m[2], int(m[3]), int(m[4]) << shift[m[5]], 1 << shift[m[5]])
-                  for m in re.finditer(r"(\w+) roof, (all CPUs|one core): (\d+) GB/s \((\d+) "
+                  for m in re.finditer(r"(\w+) roof, (all CPUs|one thread): (\d+) GB/s \((\d+) "
                                        r"([KM]iB) working set\)", legend)}
     roofs = {name: lv for name, lv in c["levels"].items()
              if name != "DRAM" and not (lv["same_roof_as_DRAM"] or lv["slower_than_larger"])}
     assert sorted(said_roofs) == sorted(roofs)
     for name, (who, rate, size, unit) in said_roofs.items():
         lv = roofs[name]
-        assert who == {"all_cpus": "all CPUs", "1thread": "one core"}[lv["GBps_from"]]
+        assert who == {"all_cpus": "all CPUs", "1thread": "one thread"}[lv["GBps_from"]]
         assert rate == round(lv["GBps"]) and size <= lv["bytes"] < size + unit
     plt.close(bars)
     plt.close(rings)

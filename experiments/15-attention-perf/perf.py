@@ -228,8 +228,8 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
     "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
-    "the processes in canary.left_out feed none; at a T where the canary kept no sample, every "
-    "sample (figures_from says)",
+    "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
+    "canary kept no sample at a T, every sample (figures_from says)",
     "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
     "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
 
@@ -478,7 +478,8 @@ def plot_perf(res):
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
                  f"{heap_row['sample_count']} samples per T from {heap_row['processes_sampled']} "
                  "default-heap process (set aside: " + ", ".join(
-                     str(r["samples_set_aside"]) for r in res["sweep_default_heap"]) + ")")
+                     str(r["samples_set_aside"]) + " (none kept: all feed)" * (
+                         "none" in r["figures_from"]) for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -644,7 +645,7 @@ def draw_roofs(ax, res, xs):
     for name, lv in c["levels"].items():
         if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["slower_than_larger"]:
             size = f"{lv['bytes'] >> 20} MiB" if lv["bytes"] >> 20 else f"{lv['bytes'] >> 10} KiB"
-            who = "all CPUs" if lv["GBps_from"] == "all_cpus" else "one core"
+            who = "all CPUs" if lv["GBps_from"] == "all_cpus" else "one thread"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
@@ -820,10 +821,9 @@ def pass_floor(p):
 
 
 def softmax_pass_comparisons(rows, counted, d_model, n_heads):
-    """Block E's why, from controlled comparisons of the softmax's passes, never from the sweep's
-    times: per T and pass, ns per element at T, in cache, and for one thread's copy of its bytes,
-    each the median over the processes that timed it with its interval; the larger floor
-    (pass_floor). Beside, not an input: the sweep's softmax per element."""
+    """Block E's why, from controlled comparisons of the softmax's passes, never the sweep's times:
+    per T and pass, ns per element at T, in cache and for one thread's copy of its bytes, each the
+    processes' median with its interval; the larger floor (pass_floor). Beside: the sweep's."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
@@ -1499,7 +1499,7 @@ def calls_at(T, task, mha, canary):
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. On the AMD host glibc's defaults faulted ~2,200 pages a forward at T = 512 (the default
+    code. On the AMD host glibc's defaults faulted 2,100-3,800 pages a forward at T = 512 (default
     heap's row); these, next to none. No mallopt: "warm" workers on the default heap (heap.mode)."""
     mallopt = glibc_malloc()
     if mallopt is None:
@@ -1523,7 +1523,7 @@ CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 
 def worker_timeout(task):
     """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times its samples'
-    sampling time (a full run's workers take 1-5 s each on the AMD host)."""
+    sampling time (a full run's workers sample 1.3-2.7 s and run 1.3-5 s each on the AMD host)."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
@@ -1696,8 +1696,8 @@ COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's ti
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
-CLOCK_DROP_LIMIT = 0.10   # the clock (or the canary) may fall this much, first worker to last
-CLOCK_QUANTILE = 0.25     # the canary's parts, first and last worker: this quantile of readings
+CLOCK_DROP_LIMIT = 0.10   # the clock (or canary) may fall this much, first to last counted worker
+CLOCK_QUANTILE = 0.25     # the canary's parts, first and last counted worker: this quantile
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> python perf.py)",
             "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
@@ -1707,8 +1707,8 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 
 def canary_quantile(readings, q):
     """Per part, the q-quantile of a process's canary readings around its samples (at
-    REFERENCE_QUANTILE: its reference, the fast side its batches are judged against); not those
-    after the calls' small batches, faster on the AMD host: the samples' would look slow."""
+    REFERENCE_QUANTILE: its reference); not those after the calls' small batches, faster on the
+    AMD host: the samples' would look slow."""
     return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
@@ -1742,14 +1742,15 @@ def slow_processes(warm_workers):
 
 
 def judge_processes(dflt, warm_workers):
-    """mark_batches, slow_processes: (the left out, own estimates feeding nothing; the rest)."""
+    """mark_batches, slow_processes: (the left out, own estimates from kept samples; the rest)."""
     for w in [dflt] + warm_workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_batches(w, w["canary_reference"])
     left_out = slow_processes(warm_workers)
     for w in (w for w in warm_workers if w["label"] in left_out):
-        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate(
-            [s[k] for s in rec["samples"]]) for k in TIMED_KEYS} for T, rec in w["by_T"].items()}
+        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in (
+            [s for s in rec["samples"] if not slow(s)] or rec["samples"])]) for k in TIMED_KEYS}
+            for T, rec in w["by_T"].items()}
     return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
@@ -1815,8 +1816,8 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
     mhz = [float(np.median(w["MHz"])) for w in counted if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
-        what = (f"the cores ran at {mhz[0]:.0f} MHz in the first worker and {mhz[-1]:.0f} MHz "
-                "in the last")
+        what = (f"the cores ran at {mhz[0]:.0f} MHz in the first counted worker and {mhz[-1]:.0f} "
+                "MHz in the last")
     elif len(counted) > 1:
         fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
             counted) - 1]]  # the first and the last
@@ -2092,7 +2093,7 @@ def parse_args(argv):
         p.error(f"{bad[0]}: must be a finite number > 0 (the seed >= 0)")
     if args.d_model % args.n_heads:
         p.error(f"--n-heads {args.n_heads} does not divide --d-model {args.d_model}")
-    args.profile = PROFILES["quick" if args.quick else "full"]  # the one lookup
+    args.profile = PROFILES["quick" if args.quick else "full"]  # the run's profile
     args.min_time = args.min_time or args.profile["min_time"]
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
