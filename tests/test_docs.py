@@ -67,7 +67,7 @@ def test_every_open_question_is_said(name, phrase):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
 
 
-RERUN_NAMES = {"RERUNS", "R_ALL", "QUIET", "SLOW_RERUNS", "RERUN_CLASSES", "UNDER_10_COUNT",
+RERUN_NAMES = {"RERUNS", "R_ALL", "QUIET", "SLOW_RERUNS", "RERUN_CLASSES", "UNDER_10_COUNT", "R_LEFT_OUT",
                "RERUNS_LEFT_OUT"}  # all but the first read RERUNS
 # what the code and the command line set, not what the run measured
 SETTINGS = {"config": RESULTS["config"], "estimators": RESULTS["estimators"],
