@@ -258,14 +258,6 @@ R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
 
 
-def LEFT_OUT_RATIOS(r, ops):
-    """The left-out processes' own estimates at T = 512 over the figures, for these ops ([1.0]
-    where none was left out: the text's figure then fails its claim, and rebind says so)."""
-    x = row(r, 512)
-    return [v["own_estimates_s"]["512"][k] / x["ops"][k]["time_s"]
-            for v in r["canary"]["left_out"].values() for k in ops] or [1.0]
-
-
 def RERUN_CLASSES(i):
     """How many quiet reruns put scores (and av, which shares its class in each) in each class at
     the i-th T: "near the ridge in **ten**, compute-bound in **one**"."""
@@ -295,8 +287,9 @@ def SLOW_RERUNS():
     return fwd[len(fwd) - groups[1][1]:] if len(groups) == 2 else []
 
 
-# the warm workers that ran, in words: counted in the run's worker records (a figure, bound)
-N_WARM = lambda r: WORDS[len([w for w in r["worker_processes"] if w["label"].startswith("warm ")])]  # noqa
+# the warm workers that ran: counted in the run's worker records; in words, a bound figure
+WARM = lambda r: len([w for w in r["worker_processes"] if w["label"].startswith("warm ")])  # noqa: E731
+N_WARM = lambda r: WORDS[WARM(r)]  # noqa: E731
 
 
 def rerun_row(label, here, of_rerun, fmt, interval=None):
@@ -320,8 +313,8 @@ def op_rerun_row(k, T):
 LAB = [
     ("At T = 128 the reruns found them {};", lambda r, m: RERUN_CLASSES(1)),
     ("; at T = 512, {}.", lambda r, m: RERUN_CLASSES(3)),
-    ("one canary part: **{}** ran slowest", lambda r, m: WORDS[sum(SLOWEST_ON_ITS_PART(*e) for e in R_LEFT_OUT())]),
-    ("compute part), **{}** did not.", lambda r, m: WORDS[sum(not SLOWEST_ON_ITS_PART(*e) for e in R_LEFT_OUT())]),
+    ("one canary part: **{}** ran slowest", lambda r, m: count(sum(SLOWEST_ON_ITS_PART(*e) for e in R_LEFT_OUT()))),
+    ("compute part), **{}** did not.", lambda r, m: count(sum(not SLOWEST_ON_ITS_PART(*e) for e in R_LEFT_OUT()))),
     ("from {} warm worker processes", lambda r, m: N_WARM(r)),
     ("an {}, on the default heap", lambda r, m: "eleventh" if [w["label"] for w in r["worker_processes"]] == [
         "default heap"] + [f"warm {i}" for i in range(1, 11)] else "?"),
@@ -718,9 +711,8 @@ CLAIMS = [
     ("README.md", "would move past the ridge", lambda r, m: P27(r)["without_materialising_A"]["past_ridge"]),
     ("README.md", "The softmax is the largest op at every T", lambda r, m: SOFTMAX_LARGEST(r)),
     ("README.md", "against the lab's expectation that the projections lead", lambda r, m: not OBS(r, 0)["held"]),
-    ("README.md", "less any left out)", lambda r, m: all(len(x["processes"]) == len(
-        [w for w in r["worker_processes"] if w["label"].startswith("warm ")]) - len(r["canary"]["left_out"])
-        for x in r["sweep"])),
+    ("README.md", "less any left out)", lambda r, m: all(
+        len(x["processes"]) == WARM(r) - len(r["canary"]["left_out"]) for x in r["sweep"])),
 
     (REP, "since processes can differ more than one process's samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REP, "leaves out, named, a process whose canary ran slow for its whole life", lambda r, m: RERUNS_LEFT_OUT()),
