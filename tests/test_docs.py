@@ -13,6 +13,7 @@ import pytest
 
 import dis
 
+import bindings
 from bindings import BINDINGS, CLAIMS, MARKERS, STRUCTURAL
 from conftest import EXP
 
@@ -67,8 +68,6 @@ def test_every_open_question_is_said(name, phrase):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
 
 
-RERUN_NAMES = {"RERUNS", "R_ALL", "QUIET", "SLOW_RERUNS", "RERUN_CLASSES", "UNDER_10_COUNT", "R_LEFT_OUT",
-               "RERUNS_LEFT_OUT"}  # all but the first read RERUNS
 # what the code and the command line set, not what the run measured
 SETTINGS = {"config": RESULTS["config"], "estimators": RESULTS["estimators"],
             "definitions": RESULTS["definitions"],
@@ -76,15 +75,23 @@ SETTINGS = {"config": RESULTS["config"], "estimators": RESULTS["estimators"],
             "worker_processes": [{"label": w["label"]} for w in RESULTS["worker_processes"]]}  # the plan's
 
 
-def loads(holds, names):
-    """Whether the predicate loads any of these names, in its body or a comprehension within it."""
-    codes = [holds.__code__]
+def loads(holds, names, helpers=False):
+    """Whether the predicate loads any of these names, in its body or a comprehension within it;
+    with `helpers`, in the bindings' functions it calls too (QUIET, SLOW_RERUNS... read RERUNS)."""
+    codes, seen = [holds.__code__], set()
     while codes:
         code = codes.pop()
+        if code in seen:
+            continue
+        seen.add(code)
         codes += [c for c in code.co_consts if isinstance(c, type(code))]
-        if any(i.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL"))
-               and i.argval in names for i in dis.get_instructions(code)):
+        found = [i for i in dis.get_instructions(code) if i.opname.startswith(
+            ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL"))]
+        if any(i.argval in names for i in found):
             return True
+        codes += [f.__code__ for i in found if helpers and i.opname == "LOAD_GLOBAL"
+                  and getattr(f := getattr(bindings, i.argval, None), "__module__", None) == "bindings"
+                  and hasattr(f, "__code__")]
     return False
 
 
@@ -93,7 +100,7 @@ def reads_the_run(holds):
     or its arguments (the results and the manifest) beyond the settings. One that reads neither
     is a constant, a constant against its own literal, or the code's settings against each other
     (they hold by construction on every default run), and proves nothing."""
-    if loads(holds, RERUN_NAMES):
+    if loads(holds, {"RERUNS"}, helpers=True):
         return True
     if not loads(holds, set(holds.__code__.co_varnames[:holds.__code__.co_argcount])):
         return False
