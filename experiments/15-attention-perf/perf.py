@@ -1024,7 +1024,7 @@ def run_lab(args, argv):
 # faults, preemptions and clock; its load: spawn_all). What a platform cannot tell is None.
 
 SYSROOT = Path("/")
-CPUFREQ = "sys/devices/system/cpu/cpu[0-9]*/cpufreq"  # each CPU's cpufreq folder, under SYSROOT
+CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
@@ -1069,13 +1069,13 @@ def numpy_simd():
 
 
 def cpufreq_MHz(cpus):
-    """The cpufreq reading (MHz) of each CPU folder in `cpus` (from CPUFREQ); [] in a VM."""
+    """The cpufreq reading (MHz) of each CPU folder in `cpus` (CPUFREQ()); [] in a VM."""
     return [int(v) // 1000 for p in cpus if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_settings():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
-    cpus = sorted(SYSROOT.glob(CPUFREQ))
+    cpus = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
     govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
@@ -1211,7 +1211,7 @@ def make_canary():
     """The canary: two small parts, each timed after one untimed call (its data back in cache
     after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul).
     `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A copy part, tried
-    on the AMD host, flagged samples whose ops ran at full speed: left out.)"""
+    on the AMD host, flagged samples whose ops ran at full speed: dropped.)"""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
@@ -1499,8 +1499,8 @@ def calls_at(T, task, mha, canary):
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. On the AMD host glibc's defaults faulted 2,100-3,800 pages a forward at T = 512 (default
-    heap's row); these, next to none. No mallopt: "warm" workers on the default heap (heap.mode)."""
+    code. On the AMD host glibc's defaults faulted over 2,000 pages a forward at T = 512 (default
+    heap's row); these, under one. No mallopt: "warm" workers on the default heap (heap.mode)."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -1540,7 +1540,7 @@ def worker_job(task):
         gc.disable()
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            clock = {"cpus": sorted(SYSROOT.glob(CPUFREQ)), "MHz": []}  # found once; VM: none
+            clock = {"cpus": CPUFREQ(), "MHz": []}  # found once; VM: none
             sampled = {"by_T": take_samples(task, mha, canary, clock), "started": started,
                        "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
                        "preempted": None if switches is None else preemptions() - switches}
@@ -1748,9 +1748,9 @@ def judge_processes(dflt, warm_workers):
         mark_batches(w, w["canary_reference"])
     left_out = slow_processes(warm_workers)
     for w in (w for w in warm_workers if w["label"] in left_out):
-        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in (
-            [s for s in rec["samples"] if not slow(s)] or rec["samples"])]) for k in TIMED_KEYS}
-            for T, rec in w["by_T"].items()}
+        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in kept])
+            for k in TIMED_KEYS} for T, rec in w["by_T"].items()  # a T it kept none at: none
+            if (kept := [s for s in rec["samples"] if not slow(s)])}
     return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
@@ -1929,8 +1929,8 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, l
 # ----------------------------------------------------------------------------------------------
 # --compare A B: measures nothing. A is the baseline (say, the committed run), B the new run
 # (say, a learner's laptop): first whether the two machines were in the same state, then per op
-# and T whether B is faster, slower or the same, against both runs' own noise. load_results is
-# the one check that a results.json holds what --replot and --compare read.
+# and T whether B is faster, slower or the same, against both runs' own noise. load_results
+# checks that a file is this lab's results.json; main turns a key it lacks into one line.
 
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 MACHINE_LIMIT = 1.25      # --compare: a machine fact (a copy, beta, one thread's av) that moves
