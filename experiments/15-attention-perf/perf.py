@@ -371,18 +371,22 @@ def groups_text(g):
                                                    for t, c in g["groups"])
 
 
+def processes_counted(res):
+    """How many processes fed each T's figures: "10", or "9-10" when some T lost one."""
+    return "-".join(map(str, sorted({len(r["processes"]) for r in res["sweep"]})))
+
+
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict (if disturbed, what to do)
     and the widest process groups, in short lines. Returns the share of the figure it takes."""
     hw, cfg, cond, est = res["hardware"], res["config"], res["conditions"], res["estimators"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    counts = sorted({len(r["processes"]) for r in res["sweep"]})  # per T
     groups = max(cond["findings"]["process_groups"], default=None,
                  key=lambda g: g["groups"][1][0] / g["groups"][0][0])
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the median over {'-'.join(map(str, counts))} of this "
+             f"{marks}: each op's time_s, the median over {processes_counted(res)} of this "
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
              f"each one's {100 * est['process_quantile']:.0f}th percentile of its samples the "
              f"canary kept ({cfg['samples_per_T']} per T in all, each >= "
@@ -732,8 +736,7 @@ def thresholds(d_k, ridge, ridge_interval):
     """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
     ends of its interval, and by its inequality as written."""
     lo, hi = ridge_interval
-    return {"d_k": d_k,
-            "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
+    return {"d_k": d_k, "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
                 "at_ridge_low": threshold_T(d_k, lo, 2), "at_ridge_high": threshold_T(d_k, hi, 2)},
             "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
@@ -895,10 +898,9 @@ def run_config(args, plan, threads):
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
             "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
-            "quick": args.quick,
+            "quick": args.quick, "blas_threads": threads["blas_threads"],
             "in_process": args.in_process, "default_heap_samples": dflt_task["samples_each_T"],
             "one_thread_rounds": warm_task["one_thread_rounds"],
-            "blas_threads": threads["blas_threads"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
             "model": "causal MHA, heads as a batch axis, no biases, float32"}
@@ -1800,8 +1802,7 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, warm_workers, othe
                 "quote ratios or set runs side by side with --compare", "rerun later"),
             "preemptions_per_s": make_check(
                 rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
-                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU",
-                *close)}
+                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU", *close)}
 
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
@@ -2157,9 +2158,8 @@ def report(results, out):
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
     found = results["conditions"]["findings"]
-    counts = "-".join(map(str, sorted({len(r["processes"]) for r in results["sweep"]})))
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
-             f"figures from {counts} of {results['config']['workers']}"
+             f"figures from {processes_counted(results)} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
     notes += ["processes in two groups (a finding, not a disturbance): "
               + groups_text(g) for g in found["process_groups"]]
