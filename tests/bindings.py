@@ -536,7 +536,7 @@ SOLUTION = [
     ("(the reference's took **{} s**)", lambda r, m: num(r["run_wall_s"], 1)),
     ("measurements of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
-    ("more than {} % from the first worker", lambda r, m: pct(r["conditions"]["checks"]["clock_drop"]["limit"], 0)),
+    ("more than {} % from the first worker it keeps", lambda r, m: pct(r["conditions"]["checks"]["clock_drop"]["limit"], 0)),
     ("distribution-free {} % interval", lambda r, m: EST(r, "confidence")),
     ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["batch_slow_ratio"])),
     ("every T when its canary ran over {} times", lambda r, m: str(r["canary"]["process_slow_ratio"])),

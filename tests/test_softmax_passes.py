@@ -66,15 +66,15 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
     repeats = perf.CALL_REPEATS
     seen = {}
 
-    def watched(fn, min_time, canary):  # one call per batch, 1 ms, but the spell's
+    def run_for(fn, min_time):  # one call per batch, 1 ms, but the spell's
         k = seen[fn] = seen.get(fn, 0) + 1
         spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == repeats)
-        return 1, (10e-3 if spell else 1e-3), [None, None]
+        return 1, (10e-3 if spell else 1e-3)
 
-    monkeypatch.setattr(perf, "watched", watched)
+    monkeypatch.setattr(perf, "run_for", run_for)
     monkeypatch.setattr(perf, "KEYED_T", 64)  # float64's exp timed here too
     mha = perf.init_mha(64, 4, 0)
-    task = {"pass_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "cache_budget_bytes": 1 << 20}
+    task = {"call_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "cache_budget_bytes": 1 << 20}
     real = perf.softmax_passes
     exp_at = None
 
@@ -85,7 +85,7 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
         return calls, data
 
     monkeypatch.setattr(perf, "softmax_passes", passes)
-    rec = perf.calls_at(64, task, mha, canary=None)
+    rec = perf.calls_at(64, task, mha)
     assert repeats >= 2 and all(seen[fn] == repeats for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3

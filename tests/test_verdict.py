@@ -51,7 +51,7 @@ def test_the_same_busy_process_on_a_machine_without_spare_cores_disturbs_and_is_
     assert v["verdict"] == "disturbed"
     assert v["failed"] == [{
         "check": "other_processes_cpus", "reason": "other processes used 1.00 CPUs on average "
-        "while the workers ran, and the run left 0 free (limit 0.25)",
+        "while the workers ran, and the run left 0 cores free (limit 0.25)",
         "remedy": "close cpu-hog (0.95 CPUs) and rerun", "do": "close cpu-hog"}]
     # Nobody stood out (many small processes): the remedy names none.
     v = verdict(a=perf.interference_checks(before, after, 15.0, 0, [worker(0)],

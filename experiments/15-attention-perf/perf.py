@@ -201,9 +201,9 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
 
 
 def take_samples(task, mha, canary, clock):
-    """A worker's samples_each_T samples of every T, after one untimed forward: in rounds of every
-    T in a rotating order, meant to spread a slow episode over every T (default heap: each T in
-    turn); the machine around each (machine_around); after each, after_sample's comparisons."""
+    """A worker's samples_each_T samples of every T, each T after one untimed forward: in rounds of
+    every T in a rotating order, meant to spread a slow episode over every T (default heap: each
+    T in turn); the machine around each (machine_around); after each, after_sample's comparisons."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
@@ -249,7 +249,7 @@ def quantile_interval(values, q):
 
 def quantile_estimate(values, key, q=0.5):
     """The q-quantile of values (the median unless said) as `key`, its distribution-free interval
-    and that interval's coverage beside: every (value, interval) pair a run writes."""
+    and that interval's coverage beside: every quantile's (value, interval) pair a run writes."""
     lo, hi, cover = quantile_interval(values, q)
     return {key: float(np.percentile(values, 100 * q)), f"{key}_interval": [lo, hi],
             f"{key}_interval_coverage": cover}
@@ -288,9 +288,9 @@ def summarize(by_process):
 
 
 def pool_T(T, records, min_time):
-    """One T's row: per op summarize's statistics of the samples the canary kept, from the
-    processes that kept any, named (none did: all, figures_from says); what was set aside;
-    forward_s: the ops summed; what the samples say of the harness (harness_figures)."""
+    """One T's row, of `records` (the counted processes' or the default heap's): per op summarize's
+    statistics of the samples the canary kept, from the processes that kept any, named (none did:
+    all, figures_from says); what was set aside; forward_s, the ops summed; harness_figures."""
     samples = [s for p in records for s in p["samples"]]
     aside = [s for s in samples if slow(s)]
     kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in records}
@@ -371,7 +371,7 @@ def groups_text(g):
                                                    for t, c in g["groups"])
 
 
-def processes_counted(res):
+def processes_feeding(res):
     """How many processes fed each T's figures: "10", or "9-10" when some T lost one."""
     return "-".join(map(str, sorted({len(r["processes"]) for r in res["sweep"]})))
 
@@ -386,7 +386,7 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
              f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the median over {processes_counted(res)} of this "
+             f"{marks}: each op's time_s, the median over {processes_feeding(res)} of this "
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
              f"each one's {100 * est['process_quantile']:.0f}th percentile of its samples the "
              f"canary kept ({cfg['samples_per_T']} per T in all, each >= "
@@ -724,7 +724,7 @@ def plot_roofline(res):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block E: the numbers the three answers stand on, each computed once by a small function.
+# Block E: the numbers the three answers stand on, each set computed by one small function.
 
 def threshold_T(d_k, ridge, b):
     """The T above which T d_k / (4 d_k + b T) > ridge (the lab's I_crit; b = 2: its formula; 4:
@@ -1070,20 +1070,20 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz(cpus):
-    """The cpufreq reading (MHz) of each CPU folder in `cpus` (CPUFREQ()); [] in a VM."""
-    return [int(v) // 1000 for p in cpus if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
+def cpufreq_MHz(dirs):
+    """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
+    return [int(v) // 1000 for p in dirs if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_settings():
     """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
-    cpus = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    govs = {read_text(p / "scaling_governor") for p in cpus} - {None}
+    folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
+    govs = {read_text(p / "scaling_governor") for p in folders} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
-            "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in cpus} - {None}))
-            or None, "cur_MHz": sorted(set(cpufreq_MHz(cpus))) or None,
+            "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in folders} - {None}))
+            or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
 
@@ -1246,12 +1246,12 @@ def watched(fn, min_time, canary, blas_threads=None):
 @contextlib.contextmanager
 def machine_around(rec, canary, clock):
     """What the machine did around one sample: page faults (None where the OS counts none) and the
-    canary's cost into its T's record; the clock after it (clock["cpus"]' MHz) into clock["MHz"]."""
+    canary's cost into its T's record; the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
     f0, c0 = page_faults(), canary["spent_s"]
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
     rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
-    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["cpus"])) else [])
+    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
 
 
 TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
@@ -1306,9 +1306,9 @@ def harness_figures(records, samples, in_figures, min_time):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings' timing: each level's copy and pi, timed by Phase 1's method in each warm worker
-# after its samples (the canary does not judge them), and estimated on the fast side of their
-# repeats, like the ops.
+# The ceilings' timing: each level's copy and pi, timed by Phase 1's method in the first
+# CEILING_WORKERS warm workers after their samples (the canary does not judge them), and estimated
+# on the fast side of their repeats, like the ops.
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
@@ -1354,9 +1354,9 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """The working set (both buffers) that measures each level: half of each data cache (an L1
-    copy may run slower than a larger one's: combine_ceilings says), DRAM four times past the last
-    (128 MiB at least; no cache seen: 8 MiB) and half that (plateau check), <= COPY_MAX_BYTES."""
+    """The working set (both buffers) that measures each level: half of each data cache (an L1 copy
+    may run slower than a larger one's: combine_ceilings says), DRAM four times the LLC (none seen:
+    8 MiB assumed), 128 MiB at least, and half that (plateau check); <= COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1372,16 +1372,16 @@ def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
     and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: it read slow right
     after a 2048² matmul or a large copy (AMD host; why, not tested): good repeats would go."""
-    cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
+    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
         buffers = copy_buffers(lv["bytes"])
         out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
-                             "all_cpus": copy_rates(buffers, cpus, reps, min_time)
-                             if cpus > 1 and lv["shared"] else None}
+                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
+                             if n_cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):  # the same buffers' first halves
             halves = [b[:lv["check_bytes"] // 8] for b in buffers]
-            out["copy_check"][name] = copy_rates(halves, cpus, spec["cache_reps"], min_time)
+            out["copy_check"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
         buffers = halves = None  # freed before the next level's are made: one at a time
     return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)}
 
@@ -1461,7 +1461,7 @@ def softmax_passes(S, mask):
             "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
-def calls_at(T, task, mha, canary):
+def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
     on as many queries (rows of S) as fit cache_budget_bytes with all the widest pass touches
     (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block);
@@ -1488,7 +1488,7 @@ def calls_at(T, task, mha, canary):
         fn()
         out.setdefault(name, {})[kind] = math.inf
     for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
-        n, batch_s, _ = watched(fn, CALL_MIN_TIME, canary)
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
         out[name][kind] = min(out[name][kind], batch_s / n)
     return out
 
@@ -1542,18 +1542,17 @@ def worker_job(task):
         gc.disable()
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            clock = {"cpus": CPUFREQ(), "MHz": []}  # found once; VM: none
+            clock = {"dirs": CPUFREQ(), "MHz": []}  # found once; VM: none
             sampled = {"by_T": take_samples(task, mha, canary, clock), "started": started,
                        "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
                        "preempted": None if switches is None else preemptions() - switches}
-            around_samples = len(canary["readings"])  # the readings a process's reference uses
-            calls = {str(T): calls_at(T, task, mha, canary) for T in task["pass_Ts"]}
+            calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
     return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
-            "canary_readings": canary["readings"][:around_samples], "heap": heap,
+            "canary_readings": canary["readings"], "heap": heap,
             "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
             "cpu_s": time.process_time(), "peak_rss_MiB": peak_rss_MiB()}
 
@@ -1630,11 +1629,11 @@ def make_plan(args, hardware, threads):
             "cache_budget_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
                  "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
-                 "one_thread_rounds": [], "pass_Ts": [], "ceiling_spec": None}
+                 "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
                    "samples_each_T": each_T, "ceiling_spec": spec if i < n_ceiling else None,
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
-                   "pass_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
+                   "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
     return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks, "ceiling_spec": spec}
 
@@ -1691,7 +1690,8 @@ PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
                           # processes ran the BLAS part x2; the median was theirs and kept them
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
-                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD)
+                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD
+                          # host), up to x1.3 (Intel host): one such can count; the check needs half
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time, at the largest
                           # T with a window
@@ -1708,9 +1708,8 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 
 
 def canary_quantile(readings, q):
-    """Per part, the q-quantile of a process's canary readings around its samples (at
-    REFERENCE_QUANTILE: its reference); not those after the calls' small batches, faster on the
-    AMD host: the samples' would look slow."""
+    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
+    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
     return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
@@ -1777,12 +1776,12 @@ def others_by_name(before, after):
     return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(before, after, own_cpu_s, spare_cpus, warm_workers, other_procs):
+def interference_checks(before, after, own_cpu_s, spare_cores, warm_workers, other_procs):
     """What others did: CPU use past the cores the run left free (a program on a spare core is
     allowed: a choice), the hypervisor's steal, the workers' preemptions over all their sampling."""
     wall = after["perf_s"] - before["perf_s"]
     others_cpus = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
-    limit = spare_cpus + OTHERS_CPUS_LIMIT
+    limit = spare_cores + OTHERS_CPUS_LIMIT
     steal = None if before["steal"] is None else \
         (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
     sampled = [(w["preempted"], w["sampling_s"]) for w in warm_workers
@@ -1794,8 +1793,8 @@ def interference_checks(before, after, own_cpu_s, spare_cpus, warm_workers, othe
         "close other programs and rerun (no single process stood out)", "close others")
     return {"other_processes_cpus": make_check(
                 others_cpus, limit, f"other processes used {others_cpus:.2f} CPUs on average "
-                f"while the workers ran, and the run left {spare_cpus} free (limit {limit:.2f})",
-                *close),
+                f"while the workers ran, and the run left {spare_cores} cores free "
+                f"(limit {limit:.2f})", *close),
             "steal_fraction": make_check(
                 steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
                 f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)", "a shared VM: rerun later, and "
@@ -2159,7 +2158,7 @@ def report(results, out):
              for f in results["conditions"]["failed"]]
     found = results["conditions"]["findings"]
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
-             f"figures from {processes_counted(results)} of {results['config']['workers']}"
+             f"figures from {processes_feeding(results)} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
     notes += ["processes in two groups (a finding, not a disturbance): "
               + groups_text(g) for g in found["process_groups"]]
