@@ -9,12 +9,12 @@ import pytest
 import perf
 
 
-def workers(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4, rows=64):
+def counted(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4, queries=64):
     """Five warm processes that timed the passes at T: every pass `at[i]` s a call at T in
-    process i, `in_cache` s on `rows` rows, `copy_s` for its bytes' copy."""
+    process i, `in_cache` s on `queries` queries (rows of S), `copy_s` for its bytes' copy."""
     out = []
     for a in at:
-        rec = {"in_cache_queries": rows, "in_cache_bytes": 12 * T * rows}
+        rec = {"in_cache_queries": queries, "in_cache_bytes": 12 * T * queries}
         rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
@@ -27,13 +27,13 @@ def row(T=512, time_s=3e-3):
 
 
 def test_each_cost_is_the_median_over_the_processes_with_its_interval():
-    (e,) = perf.softmax_pass_comparisons([row()], workers(), 64, 4)
+    (e,) = perf.softmax_pass_comparisons([row()], counted(), 64, 4)
     n = 4 * 512 * 512  # elements of the (h, T, T) array
     exp = next(p for p in e["passes"] if p["pass"] == "exp")
     # At T: the median of 4..8e-4 s over n elements; five processes: the full range, 93.75 %.
     assert exp["ns_per_element"] == pytest.approx(6e-4 / n * 1e9)
     assert exp["ns_per_element_interval"] == pytest.approx([4e-4 / n * 1e9, 8e-4 / n * 1e9])
-    # In cache: 2e-5 s over 64 rows of 512; the copy: 2e-4 s over the n elements of the pass.
+    # In cache: 2e-5 s over 64 queries of 512; the copy: 2e-4 s over the n elements of the pass.
     assert exp["in_cache_ns_per_element"] == pytest.approx(2e-5 / (64 * 512) * 1e9)
     assert exp["copy_ns_per_element"] == pytest.approx(2e-4 / n * 1e9)
     assert e["process_count"] == 5 and e["in_cache_queries"] == 64
@@ -46,15 +46,15 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     (2e-6, 2e-4, "copy"),           # 0.061 ns in cache against 0.19
     (6.25e-6, 2e-4, "unresolved")])  # in cache 0.19 ns: the two costs meet
 def test_the_larger_floor_is_named_only_when_the_intervals_part(in_cache, copy_s, floor):
-    w = workers(in_cache=in_cache, copy_s=copy_s)
+    w = counted(in_cache=in_cache, copy_s=copy_s)
     w[0]["calls"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
     (e,) = perf.softmax_pass_comparisons([row()], w, 64, 4)
     assert {p["larger_floor"] for p in e["passes"] if p["pass"] == "exp"} == {floor}
 
 
 def test_the_comparisons_never_read_the_sweep_s_times():
-    a = perf.softmax_pass_comparisons([row(time_s=3e-3)], workers(), 64, 4)[0]
-    b = perf.softmax_pass_comparisons([row(time_s=9e-3)], workers(), 64, 4)[0]
+    a = perf.softmax_pass_comparisons([row(time_s=3e-3)], counted(), 64, 4)[0]
+    b = perf.softmax_pass_comparisons([row(time_s=9e-3)], counted(), 64, 4)[0]
     assert a["passes"] == b["passes"]
     assert b["sweep_softmax_ns_per_element"] == pytest.approx(3 * a["sweep_softmax_ns_per_element"])
 
