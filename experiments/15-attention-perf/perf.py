@@ -60,6 +60,7 @@ TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the la
 FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fuses: S to out_h
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
+KEYED = f"_at_T_{KEYED_T}"           # those keys' suffix, as the lab spells it
                                      # Phase 27's preview (else the largest T), float64's exp
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
@@ -194,10 +195,10 @@ def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
     """One sample (as the banner above says), its forwards timed by attention_forward_timed on
     `blas_threads` BLAS threads, else the worker's; watched runs them and reads the canary."""
     forwards = []
-    n, batch, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
+    n, batch_s, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
                              min_time, canary, blas_threads)
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
-            "batch_s": batch, "canary_pair": pair}
+            "batch_s": batch_s, "canary_pair": pair}
 
 
 def take_samples(task, mha, canary, clock):
@@ -207,9 +208,9 @@ def take_samples(task, mha, canary, clock):
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
-    each = range(task["samples_each_T"])
-    schedule = [(i, T) for i in each for T in Ts[i % len(Ts):] + Ts[:i % len(Ts)]] \
-        if task["interleave"] else [(i, T) for T in Ts for i in each]
+    rounds = range(task["samples_each_T"])
+    schedule = [(i, T) for i in rounds for T in Ts[i % len(Ts):] + Ts[:i % len(Ts)]] \
+        if task["interleave"] else [(i, T) for T in Ts for i in rounds]
     for i, T in schedule:  # i: the sample's round, its index among its T's
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
@@ -335,9 +336,9 @@ def new_figure(*args, **kw):
     return plt.subplots(*args, **kw)
 
 
-def png_bytes(fig, dpi=150):
+def png_bytes(fig):
     import matplotlib.pyplot as plt
-    fig.savefig(buf := io.BytesIO(), format="png", dpi=dpi)
+    fig.savefig(buf := io.BytesIO(), format="png", dpi=150)
     plt.close(fig)
     return buf.getvalue()
 
@@ -383,8 +384,8 @@ def footer(fig, res, marks, protocol):
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
     groups = max(cond["findings"]["process_groups"], default=None,
                  key=lambda g: g["groups"][1][0] / g["groups"][0][0])
-    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * hw['virtualized']}) | "
-             f"BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
+    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * (hw['virtualized'] or 0)}) "
+             f"| BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, the median over {processes_feeding(res)} of this "
              f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
@@ -419,8 +420,8 @@ def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
         h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
         ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
         bottom += h
-    heap_rows = [default_heap.get(r["T"]) for r in rows]
-    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in heap_rows])
+    default_rows = [default_heap.get(r["T"]) for r in rows]
+    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in default_rows])
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
     cut = top / 1.12  # a hatched bar stops here, under the top: room for its label above
     ax.bar(x + 0.36, np.fmin(heights, cut), 0.22, fill=False, hatch="///", edgecolor="0.45", lw=0.8)
@@ -429,8 +430,8 @@ def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
         dom = dominant[str(r["T"])]
         text = f"{bottom[i]:.3f} ms\n{dom} {100 * r['ops'][dom]['time_share']:.0f}%"
         labels.append(ax.annotate(text, (x[i], bottom[i]), fontsize=fontsize, **above))
-        if heap_rows[i]:
-            faults = heap_rows[i]["page_faults_per_forward"]
+        if default_rows[i]:
+            faults = default_rows[i]["page_faults_per_forward"]
             labels.append(ax.annotate(
                 f"{heights[i]:.3f} ms" + ("" if faults is None else
                                           f"\n{faults:.{2 * (faults < 1)}f} faults")
@@ -478,9 +479,9 @@ def plot_perf(res):
         edgecolor="0.45", label="the same forward, the default heap (page faults per forward)")]
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
-    heap_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
+    dflt_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
-                 f"{heap_row['sample_count']} samples per T from {heap_row['processes_sampled']} "
+                 f"{dflt_row['sample_count']} samples per T from {dflt_row['processes_sampled']} "
                  "default-heap process (set aside: " + ", ".join(
                      str(r["samples_set_aside"]) + " (none kept: all feed)" * (
                          "none" in r["figures_from"]) for r in res["sweep_default_heap"]) + ")")
@@ -604,18 +605,18 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                  level_bound="memory" if I < pi / level_beta else "compute")
 
 
-RING_FIRST, RING_STEP = 5.0, 1.5  # the first T's ring diameter (points), and the step per T
+RING_FIRST, RING_STEP, RING_NEAR = 5.0, 1.5, 0.03  # first ring (pt), step per T, a spot (decades)
 
 
-def ring_sizes(points, step=RING_STEP, near=0.03):
-    """Ring diameters (points), `step` times larger per T; rings on one spot nest, never hide."""
+def ring_sizes(points):
+    """Ring diameters (points), RING_STEP times larger per T; rings on one spot nest, never hide."""
     sizes = []
     for j, (x, y, i) in enumerate(points):
-        d = RING_FIRST * step**i
-        near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j])
-                      if abs(math.log10(a / x)) < near and abs(math.log10(b / y)) < near]
-        while clash := [s for s in near_sizes if d / step * 1.001 < s < d * step * 0.999]:
-            d = step * max(clash)
+        d = RING_FIRST * RING_STEP**i
+        near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j]) if
+                      abs(math.log10(a / x)) < RING_NEAR and abs(math.log10(b / y)) < RING_NEAR]
+        while clash := [s for s in near_sizes if d / RING_STEP * 1.001 < s < d * RING_STEP * 0.999]:
+            d = RING_STEP * max(clash)
         sizes.append(d)
     return sizes
 
@@ -839,12 +840,12 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
-        for q in passes:
-            q["larger_floor"] = pass_floor(q)
+        for entry in passes:
+            entry["larger_floor"] = pass_floor(entry)
         out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
                     "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
-                    "passes_ns_per_element": sum(q["ns_per_element"] for q in passes),
-                    "passes_bytes": sum(q["bytes"] for q in passes),
+                    "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
+                    "passes_bytes": sum(e["bytes"] for e in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
             f32, f64 = (per(k, "in_cache", 1e9 / (n_queries * T), n) for k, n in (
@@ -884,7 +885,7 @@ def analyse(rows, cfg, ceilings, counted, windows):
            "softmax_passes": softmax_pass_comparisons(rows, counted, d, h),
            "threading_windows": windows}
     if keyed:
-        out["softmax_at_T_%d" % KEYED_T] = softmax_against_roofs(keyed, ceilings)
+        out[f"softmax{KEYED}"] = softmax_against_roofs(keyed, ceilings)
     return out
 
 
@@ -910,10 +911,9 @@ def make_manifest(results, argv):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
     ops = (entry_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
-    suffix = f"_at_T_{KEYED_T}"  # as the lab spells its keys
-    summary = {f"softmax_GFLOPS{suffix}": ops and ops["softmax"]["GFLOPS"],
-               f"softmax_pct_of_total{suffix}": ops and 100 * ops["softmax"]["time_share"],
-               f"scores_GFLOPS{suffix}": ops and ops["scores"]["GFLOPS"],
+    summary = {f"softmax_GFLOPS{KEYED}": ops and ops["softmax"]["GFLOPS"],
+               f"softmax_pct_of_total{KEYED}": ops and 100 * ops["softmax"]["time_share"],
+               f"scores_GFLOPS{KEYED}": ops and ops["scores"]["GFLOPS"],
                "phase_27_motivation_pct_memory": ops and 100 * sum(
                    ops[op]["time_share"] for op in OPS if ops[op]["level_bound"] == "memory")}
     return {
@@ -923,7 +923,7 @@ def make_manifest(results, argv):
                    "quick blas_threads workers".split()} | {"heap": results["heap"]["mode"]},
         "hardware": results["hardware"], "results_summary": summary,
         "results_summary_definitions": {  # time_s: results.json's definitions
-            f"softmax_pct_of_total{suffix}": "softmax time_s / forward_s (the ops' sum)",
+            f"softmax_pct_of_total{KEYED}": "softmax time_s / forward_s (the ops' sum)",
             "phase_27_motivation_pct_memory": "percent of forward_s in ops memory-bound against "
             "the roof of the level their working set fits in (level_bound)"},
         "ceilings_source": c["source"], "conditions_verdict": results["conditions"]["verdict"],
@@ -960,7 +960,7 @@ def write_atomically(out_dir, files):
             raise
 
 
-def results_record(cfg, hardware, threads, blas, spawned, left_out, started, **sections):
+def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **sections):
     """results.json: config, machine, worker processes (spawned: all, the default-heap one first),
     the canary's references and who was left out, and `sections` (ceilings, sweeps, analysis,
     verdict), with what time_s means."""
@@ -982,12 +982,12 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, started, **s
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
             "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
-        "run_wall_s": time.perf_counter() - started}  # the pictures and files not included
+        "run_wall_s": time.perf_counter() - run_t0}  # the pictures and files not included
 
 
 def run_lab(args, argv):
     """A run of the lab, step by step in the order the data flows; all files written at once."""
-    started, hardware = time.perf_counter(), machine_facts()
+    run_t0, hardware = time.perf_counter(), machine_facts()
     threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
     hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
@@ -1004,7 +1004,7 @@ def run_lab(args, argv):
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
     cond = judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, left_out,
                      rows, windows)
-    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, started,
+    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)  # Block F
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -1119,10 +1119,10 @@ def machine_facts():
     cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
     cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
     # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
-    groups = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
-              for d in cpu_dirs} - {None}
+    sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
+                    for d in cpu_dirs} - {None}
     logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
-    physical = len(groups) or psutil.cpu_count(logical=False) or logical
+    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: not known
     caches = {}
     for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
         kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
@@ -1141,8 +1141,9 @@ def machine_facts():
     ident = cpu_identity(cpuinfo)
     return {
         "cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
-        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical,
-        "smt": logical > physical, "caches": caches, "virtualized": " hypervisor" in cpuinfo,
+        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
+        "smt": physical and logical > physical, "caches": caches,
+        "virtualized": " hypervisor" in cpuinfo if cpuinfo else None,  # no /proc/cpuinfo: unknown
         "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
@@ -1195,8 +1196,8 @@ def threads_warning(results):
 
 # ----------------------------------------------------------------------------------------------
 # Timing and the canary: run_for times every batch; the canary, a small fixed workload, is read
-# between every two batches of a worker (watched), and a batch it read slow before and after is
-# set aside from the figures (BATCH_PART, mark_batches, slow); timer_cost_ratio prices the timers.
+# between every two sample batches of a worker (watched), and a batch it read slow before and after
+# is set aside from the figures (BATCH_PART, mark_batches, slow); timer_cost_ratio prices timers.
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
     """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
@@ -1376,7 +1377,7 @@ def time_ceilings(spec, min_time):
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
         buffers = copy_buffers(lv["bytes"])
-        out["copy"][name] = {"1": copy_rates(buffers, 1, reps, min_time),
+        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
                              "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
                              if n_cpus > 1 and lv["shared"] else None}
         if lv.get("check_bytes"):  # the same buffers' first halves
@@ -1396,7 +1397,7 @@ def rate_estimate(runs, key):
 def copy_estimate(runs):
     """One level's copy, on one thread and, where measured, on all CPUs: each estimated over all its
     repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
-    one = rate_estimate([r["1"] for r in runs], "GBps")
+    one = rate_estimate([r["1thread"] for r in runs], "GBps")
     alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
     best = alls if alls and alls["GBps"] > one["GBps"] else one
     return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
@@ -1412,9 +1413,9 @@ def combine_ceilings(counted, warm_workers, spec):
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
-    check = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
+    half = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
     same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_check=check, plateau=abs(check - same_threads) <= PLATEAU * same_threads)
+    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
     for name, lv in levels.items():
         if name != "DRAM":
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
@@ -1478,9 +1479,9 @@ def calls_at(T, task, mha):
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
     fns = {("scores", step): call for step, call in steps.items()}
     for p in PASSES:
-        n = n_bytes[f"softmax/{p}"] // 8
+        n_floats = n_bytes[f"softmax/{p}"] // 8
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n], src[:n])})
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
     if T == KEYED_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
     out = {"in_cache_queries": n_queries, "in_cache_bytes": query_bytes * n_queries}
@@ -1494,8 +1495,8 @@ def calls_at(T, task, mha):
 
 
 # ----------------------------------------------------------------------------------------------
-# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, then the passes,
-# its copies and its ceiling repeats, the canary read between every two batches) and only
+# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, the canary read
+# between every two of their batches; then the passes, its copies and its ceiling repeats) and only
 # measures; the parent plans and spawns them one after another (--in-process: runs each job
 # itself, for tests) and never measures.
 
@@ -1623,7 +1624,7 @@ def make_plan(args, hardware, threads):
             hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / n_ceiling),
             "cache_reps": math.ceil(prof["cache_repeats"] / n_ceiling),
             "matmul_n": prof["matmul_n"]}
-    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10
+    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
