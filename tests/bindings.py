@@ -14,7 +14,7 @@ from pathlib import Path
 
 import perf
 
-EXP = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
+LAB_DIR = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
 OPS = perf.OPS
 
 
@@ -25,15 +25,15 @@ def use_reruns(runs):
     RERUNS = runs
 
 
-use_reruns(json.loads((EXP / "reruns.json").read_text())["runs"])
+use_reruns(json.loads((LAB_DIR / "reruns.json").read_text())["runs"])
 
 
-def row(r, T, rows="sweep"):
-    return next(x for x in r[rows] if x["T"] == T)
+def row(r, T, key="sweep"):
+    return next(x for x in r[key] if x["T"] == T)
 
 
-def op(r, T, name, rows="sweep"):
-    return row(r, T, rows)["ops"][name]
+def op(r, T, name, key="sweep"):
+    return row(r, T, key)["ops"][name]
 
 
 def num(v, decimals):
@@ -255,7 +255,7 @@ def timer_intervals(r):
 
 # The reruns (reruns.json's digests: T keys are strings there).
 QUIET = lambda: [x for x in RERUNS if x["conditions_verdict"] == "quiet"]  # noqa: E731
-COUNT = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
+RERUNS_WHERE = lambda pred: WORDS[sum(1 for x in RERUNS if pred(x))]  # noqa: E731
 R_ALL = lambda pred: all(pred(x) for x in RERUNS)  # noqa: E731
 R_PASS_RATIOS = lambda: [PASS_RATIO(e) for x in RERUNS for e in x["softmax_passes"]]  # noqa: E731
 
@@ -517,8 +517,8 @@ LAB = [
     ("steal was **{} %**;", lambda r, m: pct(CHK(r, "steal_fraction"), 2)),
     ("%**; {} ## The next run", lambda r, m: verdict(r)),
     # the next run: the reruns
-    ("(`reruns.json`): **{}** called", lambda r, m: COUNT(lambda x: x["conditions_verdict"] == "quiet")),
-    ("themselves quiet and **{}** disturbed", lambda r, m: COUNT(lambda x: x["conditions_verdict"] != "quiet")),
+    ("(`reruns.json`): **{}** called", lambda r, m: RERUNS_WHERE(lambda x: x["conditions_verdict"] == "quiet")),
+    ("themselves quiet and **{}** disturbed", lambda r, m: RERUNS_WHERE(lambda x: x["conditions_verdict"] != "quiet")),
     ("the passes' sum **{}** times the softmax at every T", lambda r, m: "{}** to **{}".format(
         num(min(R_PASS_RATIOS()), 2), num(max(R_PASS_RATIOS()), 2))),
     ("every T, within **{} %** of their larger floors", lambda r, m: at_most(100 * max(

@@ -12,11 +12,11 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 def worker(Ts):
     """A warm worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
     at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
-    passes = {str(T): {"in_cache_queries": 64, "in_cache_bytes": 12 * T * 64,
+    calls = {str(T): {"in_cache_queries": 64, "in_cache_bytes": 12 * T * 64,
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
-    return {"calls": passes}
+    return {"calls": calls}
 
 
 def levels(beta):
@@ -42,10 +42,10 @@ def op(seconds, worker_times):
             "process_groups": perf.process_groups(worker_times)}
 
 
-def run(times_ms=TIMES_MS, process_levels=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
+def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
         cooperation=0.75, beta=20.0, pi=150.0, one_thread_ms=1.0, faults=2000.0, cpu="CPU A",
         dispatch=("X86_V3",)):
-    """A full results.json. `process_levels`: each warm process's estimate as a multiple of the headline."""
+    """A full results.json. `process_multiples`: each warm process's estimate as a multiple of the headline."""
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
                 "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
@@ -55,8 +55,8 @@ def run(times_ms=TIMES_MS, process_levels=(1.0, 1.01, 1.02, 1.01, 1.0), verdict=
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
-                "processes_sampled": len(process_levels),
-                "processes": [f"warm {i + 1}" for i in range(len(process_levels))],
+                "processes_sampled": len(process_multiples),
+                "processes": [f"warm {i + 1}" for i in range(len(process_multiples))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
                 "canary_cost": 0.005,
@@ -65,10 +65,10 @@ def run(times_ms=TIMES_MS, process_levels=(1.0, 1.01, 1.02, 1.01, 1.0), verdict=
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         secs["total"] = sum(secs.values())
         rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": secs["total"],
-                     "ops": {k: op(s, [s * f for f in process_levels]) for k, s in secs.items()}})
+                     "ops": {k: op(s, [s * f for f in process_multiples]) for k, s in secs.items()}})
         default_rows.append({**base, "page_faults_per_forward": faults if T > 64 else 0.0,
                              "forward_s": 1.5 * secs["total"],
-                             "ops": {k: op(1.5 * s, [1.5 * s * f for f in process_levels])
+                             "ops": {k: op(1.5 * s, [1.5 * s * f for f in process_multiples])
                                      for k, s in secs.items()}})
     for r in rows + default_rows:
         perf.place_on_roofline(r, 64, 4, ceilings)
@@ -78,9 +78,9 @@ def run(times_ms=TIMES_MS, process_levels=(1.0, 1.01, 1.02, 1.01, 1.0), verdict=
                 "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.TIMED_KEYS}}
                for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
-           "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(process_levels),
+           "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(process_multiples),
            "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2}
-    warm = [worker(list(times_ms))] * len(process_levels)
+    warm = [worker(list(times_ms))] * len(process_multiples)
     conditions = {**perf.verdict_from({}), "findings": {
         "process_groups": perf.process_group_findings(rows),
         "threads_cooperate": perf.cooperation_finding(windows, 2)}}

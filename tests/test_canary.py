@@ -160,7 +160,7 @@ def whole_worker(monkeypatch, factors):
         return {"read": read, "last": first, "readings": [first], "spent_s": 0.0}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
-    monkeypatch.setattr(perf, "cpufreq_MHz", lambda cpus: [])  # the clock read by the canary alone
+    monkeypatch.setattr(perf, "cpufreq_MHz", lambda dirs: [])  # the clock read by the canary alone
 
 
 def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,

@@ -30,8 +30,8 @@ def scaled(factor, op="softmax", T=512):
 def test_five_workers_noise_band_by_hand():
     # A's five workers: one caught in a slow episode (x2). The second highest over the second
     # lowest ignores it: 1.06 / 1.02 = 1.039; B's 1.16 / 1.12 = 1.036; the band is the floor 1.05.
-    a = synthetic.run(process_levels=(1.00, 1.02, 1.04, 1.06, 2.00))
-    b_slow = synthetic.run(times_ms=scaled(1.2), process_levels=(1.10, 1.12, 1.14, 1.16, 1.18))
+    a = synthetic.run(process_multiples=(1.00, 1.02, 1.04, 1.06, 2.00))
+    b_slow = synthetic.run(times_ms=scaled(1.2), process_multiples=(1.10, 1.12, 1.14, 1.16, 1.18))
     r = rows_by(perf.compare_rows(a, b_slow, [64, 512]))
     assert r[512, "softmax"]["noise_band"] == pytest.approx(1.05)
     assert r[512, "softmax"]["ratio"] == pytest.approx(1.2) and r[512, "softmax"]["change"] == "slower"
@@ -44,7 +44,7 @@ def test_five_workers_noise_band_by_hand():
 
 def test_a_wide_noise_band_from_two_workers():
     # Two workers 1.5x apart (a quick run): max / min = 1.5 is the band; 1.3x is within it.
-    a = synthetic.run(process_levels=(1.0, 1.5))
+    a = synthetic.run(process_multiples=(1.0, 1.5))
     r = rows_by(perf.compare_rows(a, synthetic.run(times_ms=scaled(1.3)), [512]))
     assert r[512, "softmax"]["noise_band"] == pytest.approx(1.5)
     assert r[512, "softmax"]["change"] == "same"

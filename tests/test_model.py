@@ -1,6 +1,5 @@
 """The naive attention against an independent float64 reference, and its timed twin."""
 import math
-import time
 
 import numpy as np
 import pytest
@@ -98,17 +97,18 @@ def test_timed_forward_contract_and_same_output():
 
 @pytest.mark.parametrize("slow", perf.OPS)
 def test_each_timer_wraps_its_own_op(monkeypatch, slow):
-    """Slow one op down by 30 ms: its time, and the total, take the 30 ms; no other op does."""
-    real = getattr(perf, slow)
+    """On a clock that moves only inside one op (30 ms): that op and the total take the 30 ms,
+    no other op any of it; no wall-clock time is read."""
+    real, clock = getattr(perf, slow), [0]
 
     def slowed(*args):
-        time.sleep(0.03)
+        clock[0] += 30_000_000
         return real(*args)
     monkeypatch.setattr(perf, slow, slowed)
+    monkeypatch.setattr(perf.time, "perf_counter_ns", lambda: clock[0])
     x, mha = inputs(64)
     times = perf.attention_forward_timed(x, mha)
-    assert times[slow] >= 0.03 and times["total"] >= 0.03
-    assert all(times[op] < 0.02 for op in perf.OPS if op != slow), times
+    assert times == pytest.approx({k: 0.03 if k in (slow, "total") else 0.0 for k in perf.TIMED_KEYS})
 
 
 def test_the_byte_model_weighs_the_forward_s_real_arrays():

@@ -166,7 +166,7 @@ def test_threading_windows_by_hand():
 def copy_workers(levels, check, matmul=100.0):
     """Worker results of the copies: {level: [(one thread, all CPUs) per repeat]}, one
     repeat per worker, the check on all CPUs."""
-    return [{"copy": {name: {"1": [reps[i][0]], "all_cpus": None if reps[i][1] is None else
+    return [{"copy": {name: {"1thread": [reps[i][0]], "all_cpus": None if reps[i][1] is None else
                              [reps[i][1]]} for name, reps in levels.items()},
              "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
             for i in range(len(check))]
