@@ -229,11 +229,13 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         assert re.findall(r"two groups, (\w+) at T=(\d+): (\d+) at", text) == [
             (g["op"], str(g["T"]), str(g["groups"][0][1])) for g in widest]
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
-                  r"default-heap process \(set aside: ([\d, ]+)\)", said(bars))
+                  r"default-heap process \(set aside: ((?:\d+(?: \(none kept: all feed\))?(?:, )?)+)\)",
+                  said(bars))
     assert (int(m[1]), int(m[2]), int(m[3])) == (100 * res["estimators"]["process_quantile"],
                                                  dflt["sample_count"], dflt["processes_sampled"])
-    assert [int(n) for n in m[4].split(", ")] == [r["samples_set_aside"]
-                                                   for r in res["sweep_default_heap"]]
+    assert [(int(n.split()[0]), "none kept" in n) for n in m[4].split(", ")] == [  # a T where none
+        (r["samples_set_aside"], r["figures_from"] != "kept samples")  # was kept says all fed
+        for r in res["sweep_default_heap"]]
     m = re.search(r"roofs: beta and pi the (\d+)th percentile of (\d+) and (\d+) repeats, each >= "
                   r"([\d.]+) ms(?:; a cache level's of (\d+))?", said(rings))
     cache_reps = [lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM"]  # none: no caches
