@@ -26,7 +26,7 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "perf.png", "results.json",
                                                      "roofline.png"]
     assert [r["T"] for r in res["sweep"]] == [64, 128, 256, 512] == man["config"]["T_sweep"]
-    n = 2 - len(res["canary"]["left_out"])  # a process the canary saw slow throughout: left out
+    n = 2 - len(res["canary"]["left_out"])  # a process the canary saw slow nearly throughout: left out
     for r in res["sweep"]:  # Block B: mean, std per op, from the kept samples of those not left out
         assert r["processes_sampled"] == n and r["sample_count"] == 3 * n
         for k in OPS + ["total"]:

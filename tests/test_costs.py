@@ -152,7 +152,7 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     assert srv["L3"]["bytes"] == 240 << 20 and srv["DRAM"]["bytes"] == perf.COPY_MAX_BYTES
     assert srv["DRAM"]["past_llc"] is False
     # What the cap is for: a default run's worker on that server, its 2048² matmul included,
-    # stays well under 1 GiB.
+    # stays under 512 MiB.
     spec = {"levels": srv, "matmul_n": 2048}
     assert perf.worker_peak_bytes(list(perf.T_SWEEP), 64, 4, spec) < 1 << 29
     # No cache described: DRAM alone; --quick's small DRAM copy, checked at half its size.

@@ -211,8 +211,8 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
     assert f["reason"].startswith("5 of the 10 warm processes ran both canary parts slow (over "
-                                  "1.25x the others' fast side, one over 1.6x) for their whole "
-                                  "life: warm 2 (x2.00 and x2.00)")
+                                  "1.25x the others' fast side, one over 1.6x) for nearly their "
+                                  "whole life: warm 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
     # Five of ten slow on the BLAS part alone, their compute part as the others' (the AMD host's

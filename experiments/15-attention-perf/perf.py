@@ -60,8 +60,8 @@ TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the la
 FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fuses: S to out_h
 T_SWEEP = (64, 128, 256, 512)
 KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
-KEYED = f"_at_T_{KEYED_T}"           # those keys' suffix, as the lab spells it
                                      # Phase 27's preview (else the largest T), float64's exp
+KEYED = f"_at_T_{KEYED_T}"           # those keys' suffix, as the lab spells it
 LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
 
@@ -222,8 +222,8 @@ def take_samples(task, mha, canary, clock):
 
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
-GROUP_GAP = 1.10             # sorted estimates further apart: two groups (a process's own
-                             # samples spread 1-3 % in the AMD host's runs)
+GROUP_GAP = 1.10             # sorted estimates further apart (and than each side's spread): two
+                             # groups (a process's own samples spread 1-3 % in the AMD host's runs)
 CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
@@ -1021,9 +1021,9 @@ def run_lab(args, argv):
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
-# The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (the tests point
-# it at simulated machines), elsewhere through psutil and numpy (the workers count their own page
-# faults, preemptions and clock; its load: spawn_all). What a platform cannot tell is None.
+# The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (tests simulate
+# machines), elsewhere via psutil and numpy (workers count their own faults, preemptions, clock;
+# its load: spawn_all). What a platform cannot tell is None (cores: the CPUs', smt None).
 
 SYSROOT = Path("/")
 CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
@@ -1076,7 +1076,7 @@ def cpufreq_MHz(dirs):
 
 
 def cpufreq_settings():
-    """Governor, driver, frequencies (MHz) and turbo from Linux's cpufreq, else "unavailable"."""
+    """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
     govs = {read_text(p / "scaling_governor") for p in folders} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
@@ -1143,7 +1143,7 @@ def machine_facts():
         "cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
         **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
         "smt": physical and logical > physical, "caches": caches,
-        "virtualized": " hypervisor" in cpuinfo if cpuinfo else None,  # no /proc/cpuinfo: unknown
+        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86 says
         "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
@@ -1355,9 +1355,9 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """The working set (both buffers) that measures each level: half of each data cache (an L1 copy
-    may run slower than a larger one's: combine_ceilings says), DRAM four times the LLC (none seen:
-    8 MiB assumed), 128 MiB at least, and half that (plateau check); <= COPY_MAX_BYTES."""
+    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB (an L1 copy
+    may run slower than a larger one's: combine_ceilings says); DRAM: dram_bytes, else 4x the LLC
+    (none seen: 8 MiB assumed), >= 128 MiB; half that (plateau check); <= COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1526,7 +1526,7 @@ CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 
 def worker_timeout(task):
     """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times its samples'
-    sampling time (a full run's workers sample 1.3-2.7 s and run 1.3-5 s each on the AMD host)."""
+    sampling time (a full run's warm workers sample 2.6-2.7 s and run 3-5.4 s, AMD host)."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
@@ -1729,8 +1729,8 @@ def slow(batch):
 
 
 def slow_processes(warm_workers):
-    """Processes slow for their whole life (their own reference cannot see it): a canary part over
-    PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio (the other)}}."""
+    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
+    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
     out = {}
     for i, w in enumerate(warm_workers):
         others = warm_workers[:i] + warm_workers[i + 1:]
@@ -1863,8 +1863,8 @@ def canary_checks(rows, warm_workers, left_out):
             "slow_process": make_check(
                 len(both) if n > 1 else None, (n - 1) // 2,
                 f"{len(both)} of the {n} warm processes ran both canary parts slow (over "
-                f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for their "
-                f"whole life: {who}; half or more",
+                f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
+                f"their whole life: {who}; half or more",
                 "either the machine ran slow for a long stretch (rerun later), or it has cores of "
                 "two speeds (performance and efficiency cores) and these processes ran on the "
                 f"slow ones: {PIN_FAST.get(platform.system(), PIN_FAST['Linux'])} and rerun",
