@@ -267,13 +267,17 @@ def RERUN_CLASSES(i):
                      for c, k in n.most_common())
 
 
+PART_OPS = {"blas": ("scores", "av"), "compute": ("softmax",)}  # the ops a canary part stands for:
+# the BLAS part (a matmul) for scores and av, the compute part (exp) for the softmax
+
+
 def SLOWEST_ON_ITS_PART(x, v):
-    """Whether a left-out process (v, canary.left_out's entry, of rerun x) ran slowest at T = 512 on
-    the ops its slow canary part stands for: the BLAS part (a matmul) on scores and av, the compute
-    part (exp) on the softmax; its own estimates over the rerun's figures."""
-    rel = {o: v["own_estimates_s"]["512"][o] / x["time_s"]["512"][o] for o in ("scores", "av", "softmax")}
-    return (min(rel["scores"], rel["av"]) > rel["softmax"] if v["canary_part"] == "blas"
-            else rel["softmax"] > max(rel["scores"], rel["av"]))
+    """Whether a left-out process (v, canary.left_out's entry, of rerun x) lost more at T = 512 on
+    every op its slow canary part stands for (PART_OPS) than on any of the other part's; its own
+    estimates over the rerun's figures."""
+    rel = {o: v["own_estimates_s"]["512"][o] / x["time_s"]["512"][o] for ops in PART_OPS.values() for o in ops}
+    other = next(p for p in PART_OPS if p != v["canary_part"])
+    return min(rel[o] for o in PART_OPS[v["canary_part"]]) > max(rel[o] for o in PART_OPS[other])
 
 
 R_LEFT_OUT = lambda: [(x, v) for x in RERUNS for v in x["left_out"].values()]  # noqa: E731
@@ -681,7 +685,6 @@ ONE_BY_ONE = lambda r: [p["ns_per_element"] / max(p["in_cache_ns_per_element"], 
 KEPT_DIFFER = lambda r: any(  # noqa: E731  "can": at some T, an op of MATERIAL_SHARE or more
     o["between_process_rsd"] > o["within_process_rsd"] for x in r["sweep"] for o in (x["ops"][k] for k in OPS)
     if o["time_share"] >= perf.MATERIAL_SHARE)
-PART_OPS = {"blas": ("scores", "av"), "compute": ("softmax",)}
 PROCESSES_DIFFER = lambda r: KEPT_DIFFER(r) or any(  # noqa: E731  or a rerun's left-out process, on its part's
     v["own_estimates_s"]["512"][o] / x["time_s"]["512"][o] - 1 > 2 * op(r, 512, o)["within_process_rsd"]  # ops,
     for x, v in R_LEFT_OUT() for o in PART_OPS[v["canary_part"]])  # beyond twice a process's own sample spread
