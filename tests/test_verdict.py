@@ -199,6 +199,15 @@ def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays
     assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["warm 10"]
 
 
+def test_every_process_slow_on_a_different_part_leaves_none_out():
+    """Two processes, each slow against the other on another canary part (a busy neighbour can do
+    that): leaving both out would leave no process to feed the figures; both are kept."""
+    rows, warm = rows_and_warm([(1, 2.0), (2.0, 1)])
+    assert perf.slow_processes(warm) == {}
+    # One of three so: it alone is left out, as before.
+    assert list(perf.slow_processes(rows_and_warm([(1, 2.0), (1, 1), (1, 1)])[1])) == ["warm 1"]
+
+
 def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change(monkeypatch):
     monkeypatch.setattr(platform, "system", lambda: "Linux")  # the remedy is the OS's (a Mac's:
     # test_platforms)

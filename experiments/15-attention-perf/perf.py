@@ -1740,7 +1740,7 @@ def slow_processes(warm_workers):
         if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
             out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
                                "other_ratio": min(ratios.values())}
-    return out
+    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
 
 
 def judge_processes(dflt, warm_workers):
