@@ -412,7 +412,9 @@ LAB = [
     ("- **Which β.** {} On the lab's", lambda r, m: which_beta(r)),
     ("In the **{}** quiet reruns", lambda r, m: WORDS[len(QUIET())]),
     ("reruns the ridge read **{}**, below", lambda r, m: range_of([x["ridge"] for x in QUIET()], 2)),
-    ("(at T = **{}** over the ridge's interval)", lambda r, m: both(THR(r)["at_ridge_low"], THR(r)["at_ridge_high"], 1)),
+    ("- {} In the **", lambda r, m: THRESHOLD_WORDS(r)),
+    ("so, {}, scores and av would be", lambda r, m: "unlike here" if BELOW(r) else "as here"),
+    ("%**). {}. The roofline counts", lambda r, m: SIDE_WORDS(r)),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -551,11 +553,12 @@ LAB = [
 ]
 
 TOP = [
+    ("lies {} d_k/2, where their", lambda r, m: "below" if BELOW(r) else "above"),
     ("under 10 % in {} quiet reruns", lambda r, m: UNDER_10_COUNT()),
     ("medians over fresh processes ({}, less", lambda r, m: N_WARM(r)),
     ("the softmax at every T; scores and av {}: this run's ridge", lambda r, m: SCORES_AV(r)),
     ("reruns; **{} %** against one thread's", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_copy"])),
-    ("run's ridge of **{}** lies below", lambda r, m: num(C(r)["ridge"], 2)),
+    ("run's ridge of **{}** lies", lambda r, m: num(C(r)["ridge"], 2)),
     ("it runs at **{} GFLOPS**", lambda r, m: num(m["results_summary"]["softmax_GFLOPS_at_T_512"], 2)),
     ("**{} %** of its memory roofline", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
     ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
@@ -566,10 +569,12 @@ TOP = [
 ]
 
 REPORT = [
+    ("; scores and av {} (", lambda r, m: "pass this run's ridge, which lies below d_k/2" if BELOW(r)
+     else "never pass this run's ridge, which lies above d_k/2"),
     ("under 10 % in {} quiet reruns", lambda r, m: UNDER_10_COUNT()),
     ("(this run left out {})", lambda r, m: f"**{WORDS[len(r['canary']['left_out'])]}**" if r["canary"]["left_out"] else "none"),
     ("in {} fresh processes", lambda r, m: N_WARM(r)),
-    ("which lies below d_k/2 ({}); the softmax runs at", lambda r, m: SCORES_AV(r)),
+    ("d_k/2 ({}); the softmax runs at", lambda r, m: SCORES_AV(r)),
     ("reruns, **{} %** against one thread's", lambda r, m: pct(SM(r)["ratio_to_1thread_dram_copy"])),
     ("run until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("This run was {}.", lambda r, m: r["conditions"]["verdict"]),
@@ -579,6 +584,9 @@ REPORT = [
 ]
 
 SOLUTION = [
+    ("The reference's ridge lies {} (its README", lambda r, m: "below it: there scores and av pass the ridge as T grows"
+     if BELOW(r) else "above it in the committed run and below it in every quiet rerun, where scores and av pass the "
+     "ridge as T grows" if RERUNS_BELOW() else "?"),
     ("{} fresh warm worker processes", lambda r, m: N_WARM(r)),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("π ≈ {} GFLOPS and", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
@@ -669,6 +677,29 @@ EXP_SIMD = lambda r: (EXP(r)["float64_ns_per_element_interval"][0] > 2 * EXP(r)[
                       and EXP_DISPATCHED(r))
 EXP_DEAREST = lambda r: DEAREST_EVERYWHERE(r["analysis"]["softmax_passes"])  # noqa: E731  at every T
 SIDE_OF_10 = lambda r: SM(r)["ratio_to_memory_ceiling"] < 0.1 <= SM(r)["ratio_to_1thread_dram_copy"]  # noqa: E731
+RERUNS_SPLIT_10 = lambda: all(x["softmax_at_T_512"]["ratio_to_memory_ceiling"] < 0.1  # noqa: E731  the copy
+                              <= x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"] for x in QUIET())  # decides
+BELOW = lambda r: C(r)["ridge"] < THR(r)["asymptotic_intensity"]  # noqa: E731  the ridge below d_k/2
+RERUNS_BELOW = lambda: all(x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"] for x in QUIET())  # noqa
+
+
+def THRESHOLD_WORDS(r):
+    """Question 1's threshold bullet, whichever side of d_k/2 this run's ridge lies."""
+    t = THR(r)
+    if BELOW(r):
+        return ("**A threshold T here.** This ridge lies below d_k/2, so their intensity passes it (at T = "
+                f"**{both(t['at_ridge_low'], t['at_ridge_high'], 1)}** over the ridge's interval).")
+    return ("**No threshold T here.** This ridge lies above d_k/2, so their intensity never reaches it"
+            + (f" (from the interval's low end it would above T = **{num(t['at_ridge_low'], 1)}**)"
+               if t["at_ridge_low"] else "") + ".")
+
+
+def SIDE_WORDS(r):
+    """Whether the copy that stands for β decides the softmax's side of 10 %, here and in the reruns."""
+    if SIDE_OF_10(r):
+        return "Which copy stands for β decides the side of 10 %"
+    return ("Here both put it over 10 %; in every quiet rerun the copy decided the side"
+            if SM(r)["ratio_to_memory_ceiling"] >= 0.1 and RERUNS_SPLIT_10() else "?")
 SOFTMAX_ONE_THREAD = lambda r: all(  # noqa: E731  no BLAS: more threads never help it (a BLAS op's ratio: ~0.5-0.6)
     w["threads_over_one"]["softmax"] >= 0.9 for w in r["analysis"]["threading_windows"])
 UNDER_10 = lambda runs: all(x["softmax_at_T_512"]["ratio_to_memory_ceiling"] < 0.1 for x in runs)  # noqa: E731
@@ -708,15 +739,13 @@ CLAIMS = [
     (LABR, "The projections are compute-bound at every T.",
      lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     (LABR, "far left of it at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
-    (LABR, "**A threshold T here.** This ridge lies below d_k/2, so their intensity passes it",
-     lambda r, m: THR(r)["T_threshold"] is not None and C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
     (LABR, "in every one scores and av were memory-bound or near the ridge at T = 64", lambda r, m: all(
         x["bound"][k][0] in ("memory", "ridge") for x in QUIET() for k in ("scores", "av"))),
     (LABR, "At T = 128 the reruns found them", lambda r, m: all(  # scores' class is av's in each
         x["bound"]["scores"] == x["bound"]["av"] for x in QUIET())),
     (LABR, "on a 2-core AMD EPYC VM with AVX2 and no AVX-512", lambda r, m: EPYC_VM(r) and NO_AVX512(r)),
-    (LABR, "above d_k/2, so, unlike here, scores and av would be memory-bound against DRAM at every T there",
-     lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"] > C(r)["ridge"]),
+    (LABR, "scores and av would be memory-bound against DRAM at every T there",
+     lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     # question 2: the comparisons, each a test that could have come out the other way
     (LABR, "across T: at T = 512 their sum", lambda r, m: PASSES_ADD_UP(r)),
     (LABR, "Their own arrays", lambda r, m: r["hardware"]["virtualized"] and max(
@@ -751,7 +780,6 @@ CLAIMS = [
         "GBps_from"] == "all_cpus" and C(r)["copy_threads"] == 2 and SOFTMAX_ONE_THREAD(r)),
     (LABR, "over 10 %, as in every quiet rerun", lambda r, m: SM(r)["ratio_to_1thread_dram_copy"] >= 0.1 and all(
         x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"] >= 0.1 for x in QUIET())),
-    (LABR, "Which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
     (LABR, "from T = 128 on some passes ran faster on the forward's arrays than in cache, no floor for a single pass",
      lambda r, m: any(p["ns_per_element"] < p["in_cache_ns_per_element"] for e in r["analysis"]["softmax_passes"]
                       if e["T"] >= 128 for p in e["passes"])),
@@ -772,12 +800,9 @@ CLAIMS = [
     # the other documents: each answer quoted, its reason in the lab README
     ("README.md", "It ran on a 2-core VM on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
     ("README.md", "Against β, the softmax at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
-    ("README.md", "lies below d_k/2, where their intensity levels off",
-     lambda r, m: C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
     ("README.md", "ran slow nearly all its life is left out and named", lambda r, m: RERUNS_LEFT_OUT()),
     ("README.md", "The twelve reruns' forwards at T = 512 form one group", lambda r, m: len(RERUNS) == 12
      and SLOW_RERUNS() == []),
-    ("README.md", "which copy stands for β decides the side of 10 %", lambda r, m: SIDE_OF_10(r)),
     ("README.md", "The projections are compute-bound", lambda r, m: ALL_T(r, ("qkv_proj", "out_proj"), "compute")),
     ("README.md", "Where its time goes: naive numpy runs it as six passes over the T×T array that together cost about what the "
      "same calls cost in cache at every T; exp is the dearest", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)
@@ -796,8 +821,6 @@ CLAIMS = [
         r["conditions"]["findings"]["process_groups"] or any(x["process_groups"] for x in RERUNS))),
     (REP, "The softmax is memory-bound against β at every T", lambda r, m: ALL_T(r, ("softmax",), "memory")),
     (REP, "on an AMD EPYC host", lambda r, m: EPYC_VM(r)),
-    (REP, "scores and av pass this run's ridge, which lies below d_k/2",
-     lambda r, m: THR(r)["T_threshold"] is not None and C(r)["ridge"] < THR(r)["asymptotic_intensity"]),
     (REP, "its six numpy passes, timed apart by another estimator than the sweep's, come near its whole time; at every T "
      "they cost together about what the same calls cost in cache", lambda r, m: PASSES_ADD_UP(r) and EVERY_IN_CACHE(r)),
     (REP, "exp, on numpy's AVX2 kernel, is the dearest pass at every T", lambda r, m: NO_AVX512(r) and EXP_DISPATCHED(r)
@@ -811,8 +834,6 @@ CLAIMS = [
      lambda r, m: PROCESSES_DIFFER(r)),
     (SOL, "The reference ran on a 2-core AMD EPYC virtual machine", lambda r, m: EPYC_VM(r)),
     (SOL, "the passes' sum should come near the softmax's own time", lambda r, m: PASSES_ADD_UP(r)),
-    (SOL, "The reference's ridge lies below it: there scores and av pass the ridge as T grows",
-     lambda r, m: THR(r)["T_threshold"] is not None and min(TS) < THR(r)["T_threshold"] < max(TS)),
     (SOL, "above 8, so expect no threshold there", lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T, exp the dearest",
      lambda r, m: EVERY_IN_CACHE(r) and EXP_DEAREST(r)),
@@ -841,12 +862,12 @@ CLAIMS = [
     (REFL, "Naive numpy runs the softmax as six passes", lambda r, m: PASSES_ADD_UP(r)),
     (REFL, "processes can disagree more than one process's own samples do", lambda r, m: PROCESSES_DIFFER(r)),
     (REFL, "the softmax, which runs on one thread, landed on either side of the lab's 10 % depending on which I trusted",
-     lambda r, m: SIDE_OF_10(r) and SOFTMAX_ONE_THREAD(r)),
+     lambda r, m: RERUNS_SPLIT_10() and SOFTMAX_ONE_THREAD(r)),
     (REFL, "scores' extra pass over the big matrix is part of it, not the rest",
      lambda r, m: 0 < SS(r, 512)["scale_s"] < op(r, 512, "scores")["time_s"] - op(r, 512, "av")["time_s"]),
     (REFL, "so the same work needs a small fraction of the memory traffic",
      lambda r, m: P27(r)["bytes_reduction"] >= 10),
-    (REFL, "the longest forward took from half again to two and a half times as long as it does", lambda r, m: (
-        lambda v: 1.5 <= min(v) and max(v) <= 2.7)([row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"]] + [
+    (REFL, "the longest forward took from half again to three times as long as it does", lambda r, m: (
+        lambda v: 1.5 <= min(v) and max(v) <= 3)([row(r, 512, "sweep_default_heap")["forward_s"] / row(r, 512)["forward_s"]] + [
             x["default_heap"]["512"]["forward_s"] / x["forward_s"]["512"] for x in RERUNS])),
 ]
