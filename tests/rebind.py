@@ -22,7 +22,7 @@ nothing written), else 0. test_rebind.py runs it on a copy of the repository.
     python tests/rebind.py --reruns runs/rerun_01 runs/rerun_02 ...
 
 writes reruns.json instead: of each fresh run (its folder), its manifest and the figures of its
-results.json that the write-up compares across runs (rerun_digest)."""
+results.json that the write-up compares across runs (bindings.digest)."""
 import json
 import re
 import subprocess
@@ -36,7 +36,6 @@ sys.path.insert(0, str(EXP))
 import bindings  # noqa: E402  (perf.py's folder first)
 
 FILES = {"r": "results.json", "m": "manifest.json", "reruns": "reruns.json"}
-OPS = bindings.perf.OPS
 
 
 def committed(name):
@@ -106,59 +105,14 @@ def rebind_document(name, table, old, new, report):
     return text
 
 
-def rerun_digest(r, m):
-    """What the write-up compares across runs: the manifest, and from results.json each answer's
-    figures, the classes, the processes' spread and groups, the softmax's passes, the threads, the
-    heap, the copies, each process's canary reference and the processes left out."""
-    at = {x["T"]: x for x in r["sweep"]}
-    a = r["analysis"]
-    return {**m, "hardware": {k: m["hardware"].get(k) for k in ("cpu_model", "vendor", "family",
-                                                                  "model", "physical_cores")},
-            "ridge": r["ceilings"]["ridge"],
-            "forward_s": {T: x["forward_s"] for T, x in at.items()},
-            "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
-            "time_s_interval": {T: {k: x["ops"][k]["time_s_interval"] for k in OPS}
-                                for T, x in at.items()},
-            "worker_times": {T: {k: x["ops"][k]["worker_times"] for k in OPS}
-                             for T, x in at.items()},
-            "between_process_rsd": {T: {k: x["ops"][k]["between_process_rsd"] for k in OPS}
-                                    for T, x in at.items()},
-            "time_share": {T: {k: x["ops"][k]["time_share"] for k in OPS} for T, x in at.items()},
-            "bound": {k: [at[T]["ops"][k]["bound"] for T in at] for k in OPS},
-            "level_bound": {k: [at[T]["ops"][k]["level_bound"] for T in at] for k in OPS},
-            "samples_set_aside": {T: x["samples_set_aside"] for T, x in at.items()},
-            "dominant_op_per_T": a["dominant_op_per_T"],
-            "expected_observations_held": [o["held"] for o in a["expected_observations"]],
-            "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
-            "softmax_at_T_512": a.get("softmax_at_T_512"),
-            "softmax_passes": [{**{k: v for k, v in x.items() if k != "passes"}, "passes": {
-                p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
-                                              "copy_ns_per_element", "larger_floor")}
-                for p in x["passes"]}} for x in a["softmax_passes"]],
-            "threads_over_one": {w["T"]: w["threads_over_one"] for w in a["threading_windows"]},
-            "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
-                                      x["page_faults_per_forward"]}
-                             for x in r["sweep_default_heap"]},
-            "levels": {n: {k: lv.get(k) for k in ("GBps", "GBps_1thread", "slower_than_larger",
-                                                  "plateau", "past_llc")}
-                       for n, lv in r["ceilings"]["levels"].items()},
-            "checks": {n: c["value"] for n, c in r["conditions"]["checks"].items()},
-            "canary_reference_s": r["canary"]["reference_s"], "left_out": r["canary"]["left_out"],
-            "worker_labels": [w["label"] for w in r["worker_processes"]],
-            "processes": {T: x["processes"] for T, x in at.items()},
-            "process_groups": r["conditions"]["findings"]["process_groups"],
-            "run_wall_s": r["run_wall_s"]}
-
-
 def write_reruns(folders):
     """reruns.json from the fresh runs' folders, in the order given."""
-    runs = [rerun_digest(*(json.loads((Path(f) / name).read_text())
-                           for name in ("results.json", "manifest.json"))) for f in folders]
-    what = (f"{len(runs)} fresh default runs made one after another, just before the committed "
-            "run, by the same perf.py (perf_py_sha256), each from the repository's root as python "
-            "experiments/15-attention-perf/perf.py --out runs/rerun_NN (its manifest's command "
-            "names the script as perf.py, from perf.py's folder): its manifest and the figures the "
-            "write-up compares across runs (tests/rebind.py, rerun_digest)")
+    runs = [bindings.digest(*(json.loads((Path(f) / name).read_text())
+                            for name in ("results.json", "manifest.json"))) for f in folders]
+    what = ("fresh default runs of perf.py, one entry each, in the order given to tests/rebind.py "
+            "--reruns: its manifest (perf_py_sha256 names the script), its start and end (its "
+            "workers' first start and last end, seconds since the epoch) and the figures the "
+            "write-up compares across runs (tests/bindings.py, digest)")
     (EXP / "reruns.json").write_text(json.dumps({"what": what, "runs": runs}, indent=1) + "\n")
     print(f"wrote {EXP / 'reruns.json'}: {len(runs)} runs")
     return 0

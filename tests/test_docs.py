@@ -149,11 +149,11 @@ ATTENTION = ("Block E", "The pictures", "The lab's expected observations", "Find
 
 
 def test_word_budgets_and_the_answers_come_first():
-    """The lab README: at most 2,000 words, Block E first, and at least two thirds of its words
+    """The lab README: at most 1,300 words, Block E first, and at least two thirds of its words
     on attention (the sections ATTENTION names, the title's paragraph aside); the method is the
     rest."""
     words = lambda name: len(doc_text(name).split())  # noqa: E731
-    assert words("experiments/15-attention-perf/README.md") <= 2000
+    assert words("experiments/15-attention-perf/README.md") <= 1300
     assert words("README.md") <= 1000
     text = doc_text("experiments/15-attention-perf/README.md")
     sections = re.split(r"^## ", text, flags=re.M)[1:]
