@@ -1,6 +1,9 @@
 """Synthetic runs: a results.json as perf.py writes it, from per-op times chosen in a test, so that
 --compare, the pictures and the manifest can be tested on values worked out by hand instead of
-on whatever this machine measured."""
+on whatever this machine measured; and a real run moved as a drifting host would move it
+(drifted), so that the write-up can be swapped across a chain of runs that straddles d_k/2."""
+import copy
+
 import perf
 
 TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 ops at 512
@@ -99,3 +102,38 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
             "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
             "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}
+
+
+def drifted(results, manifest, beta, slower, start):
+    """A copy of a real run (results.json, manifest.json) as if made on a host whose level had
+    moved: β and every copy rate at `beta` GB/s, every op of the sweeps `slower` times as long, its
+    workers' times from `start` on (seconds since the epoch); the roofline's classes, Block E's
+    threshold, the softmax against its roofs and Phase 27's preview worked out again by perf.py's
+    own functions. What no drift moves (the passes, the canary, the verdict) is left as it was."""
+    r, m = copy.deepcopy(results), copy.deepcopy(manifest)
+    c, d, h = r["ceilings"], r["config"]["d_model"], r["config"]["n_heads"]
+    f = beta / c["beta_peak_GBps"]
+    dram = c["levels"]["DRAM"]
+    for k in ("GBps", "GBps_1thread", "GBps_all_cpus", "GBps_check"):
+        dram[k] *= f
+    dram["GBps_interval"] = [f * v for v in dram["GBps_interval"]]
+    c.update(beta_peak_GBps=beta, beta_peak_interval=[f * v for v in c["beta_peak_interval"]])
+    c = r["ceilings"] = perf.ceilings_and_ridge(None, c)
+    for row in r["sweep"] + r["sweep_default_heap"]:
+        row["forward_s"] *= slower
+        for o in row["ops"].values():
+            o["time_s"] *= slower
+            o["time_s_interval"] = [slower * v for v in o["time_s_interval"]]
+        perf.place_on_roofline(row, d, h, c)
+    a, keyed = r["analysis"], perf.entry_at(r["sweep"], 512)
+    for e in a["softmax_passes"]:
+        e["sweep_softmax_ns_per_element"] *= slower
+    for e in a["scores_steps"]:
+        e["sweep_scores_s"] *= slower
+    a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"], c["ridge_interval"]),
+             phase_27_preview=perf.phase_27_preview(keyed, d, h, c),
+             softmax_at_T_512=perf.softmax_against_roofs(keyed, c))
+    t0 = min(w["started"] for w in r["worker_processes"])
+    for w in r["worker_processes"]:
+        w["started"], w["ended"] = w["started"] - t0 + start, w["ended"] - t0 + start
+    return r, m

@@ -1,0 +1,123 @@
+"""Every claim of the write-up can fail: for each, some mutation of the committed run and its
+reruns (one fact of the runs changed, as a run could have come out) makes its predicate false.
+A claim that no mutation here moves is a constant, or tests something its sentence does not say:
+add the mutation its sentence invites, or rewrite the claim."""
+import copy
+import json
+
+import pytest
+
+import bindings
+from bindings import CLAIMS
+from conftest import EXP
+
+RESULTS = json.loads((EXP / "results.json").read_text())
+MANIFEST = json.loads((EXP / "manifest.json").read_text())
+RERUNS = json.loads((EXP / "reruns.json").read_text())["runs"]
+
+
+def each_rerun(edit):
+    """A mutation that edits every rerun's digest (so that a claim over most runs moves too)."""
+    return lambda r, m, runs: [edit(x) for x in runs]
+
+
+def passes(edit):
+    return each_rerun(lambda x: [edit(e) for e in x["softmax_passes"]])
+
+
+def no_drift(r, m, runs):
+    for i, x in enumerate(runs):  # β, the ridge and the forward alternate, whatever the time
+        x["beta"], x["ridge"] = (30.0, 6.0) if i % 2 else (31.0, 6.2)
+        x["forward_s"]["512"] = 0.003 if i % 2 else 0.0031
+
+
+def processes_alike(r, m, runs):
+    for x in runs:
+        for ops in x["process_rsd"].values():
+            for v in ops.values():
+                v[0] = 0.0
+    for row in r["sweep"]:
+        for o in row["ops"].values():
+            o["between_process_rsd"] = 0.0
+
+
+def no_ridge_class(r, m, runs):
+    for x in runs:
+        x["bound"].update(scores=["memory"] * 4, av=["memory"] * 4)
+    for row in r["sweep"]:
+        for k in ("scores", "av"):
+            row["ops"][k]["bound"] = "memory"
+
+
+def beta_against_the_classes(r, m, runs):
+    for x in runs:  # the runs that put scores furthest right, given the lowest β
+        x["beta"] = 1.0 if x["bound"]["scores"].count("compute") > 1 else x["beta"]
+
+
+MUTATIONS = {
+    "another machine": lambda r, m, runs: r["hardware"].update(
+        cpu_model="Intel(R) Core(TM) i5-8250U", virtualized=False, physical_cores=4, simd_flags=["AVX2"],
+        numpy_softmax_kernels={**r["hardware"]["numpy_softmax_kernels"], "exp": "X86_V3"}),
+    "another script": each_rerun(lambda x: x.update(perf_py_sha256="0" * 64)),
+    "av's class apart from scores'": each_rerun(lambda x: x["bound"].update(av=["compute"] * 4)),
+    "no run near the ridge": no_ridge_class,
+    "β against the classes": beta_against_the_classes,
+    "the softmax compute-bound once": each_rerun(lambda x: x["bound"]["softmax"].__setitem__(0, "compute")),
+    "a projection memory-bound once": each_rerun(lambda x: x["bound"]["qkv_proj"].__setitem__(0, "memory")),
+    "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
+    "β from one thread": each_rerun(lambda x: x.update(beta_from="1thread")),
+    "the bytes catch up": passes(lambda e: [p.update(copy_ns_per_element=10 * p["ns_per_element"],
+                                                     larger_floor="copy") for p in e["passes"].values()]),
+    "the passes a sliver of the softmax": passes(lambda e: e.update(
+        passes_ns_per_element=0.1 * e["sweep_softmax_ns_per_element"])),
+    "sum the dearest pass": passes(lambda e: e["passes"]["sum"].update(ns_per_element=100.0)),
+    "exp most of the passes": passes(lambda e: e["passes"]["exp"].update(
+        ns_per_element=e["passes_ns_per_element"])),
+    "the fused op short of the ridge": each_rerun(lambda x: x.update(phase_27_past_ridge=False)),
+    "the projections lead at T = 64": each_rerun(lambda x: (x.update(
+        expected_observations_held=[True, True, True]), x["time_s"]["64"].update(softmax=0.0))),
+    "the smallest op the softmax": each_rerun(lambda x: x.update(expected_observations_held=[False, True, False])),
+    "another largest op": each_rerun(lambda x: x["dominant_op_per_T"].update({"64": "scores"})),
+    "the scaling pass past the gap": each_rerun(lambda x: x["scores_steps_at_T_512"].update(scale_s=1.0)),
+    "one thread's gap as wide": each_rerun(lambda x: x["threads_at_T_512"].update(
+        one_thread_s=dict(x["threads_at_T_512"]["all_threads_s"]))),
+    "no faults": each_rerun(lambda x: [v.update(page_faults_per_forward=0.0) for v in x["default_heap"].values()]),
+    "a few faults": each_rerun(lambda x: [v.update(page_faults_per_forward=10.0) for v in x["default_heap"].values()]),
+    "the runs overlap": each_rerun(lambda x: x.update(ended=x["ended"] + 1000)),
+    "no drift": no_drift,
+    "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
+    "a governor": lambda r, m, runs: r["hardware"].update(cpu_governor_at_run="performance"),
+    "a laptop ridge below d_k/2": lambda r, m, runs: r["analysis"]["on_lab_laptop"].update(ridge_range=[5, 6]),
+    "timers that cost": each_rerun(lambda x: x["timers"]["512"].__setitem__(0, 0.2)),
+    "the lab's bytes": lambda r, m, runs: [e.update(passes_bytes=1) for e in r["analysis"]["softmax_passes"]],
+    "processes alike": processes_alike,
+    "a small softmax at T = 64": each_rerun(lambda x: x["time_share"]["64"].update(softmax=0.1)),
+    "the two roofs swapped": each_rerun(lambda x: x["softmax_at_T_512"].update(
+        ratio_to_memory_ceiling=2 * x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"])),
+    "the default heap as fast": each_rerun(lambda x: x["default_heap"]["512"].update(forward_s=x["forward_s"]["512"])),
+    "few bytes saved": lambda r, m, runs: r["analysis"]["phase_27_preview"].update(bytes_reduction=2.0),
+    "eleven reruns": lambda r, m, runs: runs.pop(),
+}
+
+
+@pytest.fixture
+def reruns_restored():
+    yield
+    bindings.use_reruns(RERUNS)
+
+
+def falls(holds, mutate):
+    r, m, runs = copy.deepcopy(RESULTS), copy.deepcopy(MANIFEST), copy.deepcopy(RERUNS)
+    mutate(r, m, runs)
+    bindings.use_reruns(runs)
+    try:
+        return not holds(r, m)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return True
+
+
+@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=lambda c: str(c)[:40])
+def test_every_claim_fails_on_some_run_that_could_have_been(name, phrase, holds, reruns_restored):
+    bindings.use_reruns(RERUNS)
+    assert holds(RESULTS, MANIFEST)
+    assert any(falls(holds, mutate) for mutate in MUTATIONS.values()), phrase
