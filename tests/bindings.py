@@ -118,7 +118,6 @@ def digest(r, m):
     d = {**m, "started": min(w["started"] for w in r["worker_processes"]),
          "ended": max(w["ended"] for w in r["worker_processes"]),
          "beta": c["beta_peak_GBps"], "pi": c["pi_peak_GFLOPS"], "ridge": c["ridge"],
-         "ridge_interval": c["ridge_interval"],
          "forward_s": {T: x["forward_s"] for T, x in at.items()},
          "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
          "time_share": {T: {k: x["ops"][k]["time_share"] for k in OPS} for T, x in at.items()},
@@ -128,11 +127,12 @@ def digest(r, m):
          "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
          "softmax_at_T_512": a["softmax_at_T_512"],
          "phase_27_past_ridge": a["phase_27_preview"]["without_materialising_A"]["past_ridge"],
-         "softmax_passes": [{**{k: v for k, v in x.items() if k != "passes"}, "passes": {
+         "softmax_passes": [{**{k: x[k] for k in ("T", "passes_ns_per_element",
+                                                  "sweep_softmax_ns_per_element")}, "passes": {
              p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
                                            "copy_ns_per_element", "larger_floor")}
              for p in x["passes"]}} for x in a["softmax_passes"]],
-         "scores_steps_at_T_512": {k: SS(r, 512)[k] for k in ("matmul_s", "scale_s", "sweep_scores_s")},
+         "scores_steps_at_T_512": {"scale_s": SS(r, 512)["scale_s"]},
          "threads_at_T_512": {k: {o: window[k][o] for o in ("scores", "av", "softmax")}
                               for k in ("one_thread_s", "all_threads_s")},
          "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
@@ -142,8 +142,7 @@ def digest(r, m):
                              for k in OPS} for T, x in at.items()},
          "timers": {T: [x["instrumentation_overhead"], *x["instrumentation_overhead_interval"]]
                     for T, x in at.items()},
-         "beta_from": LV(r, "DRAM")["GBps_from"], "plateau": LV(r, "DRAM")["plateau"],
-         "left_out": r["canary"]["left_out"], "workers": r["config"]["workers"]}
+         "beta_from": LV(r, "DRAM")["GBps_from"], "plateau": LV(r, "DRAM")["plateau"]}
     return json.loads(json.dumps(d))
 
 
