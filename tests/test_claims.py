@@ -97,6 +97,7 @@ MUTATIONS = {
     "the default heap as fast": each_rerun(lambda x: x["default_heap"]["512"].update(forward_s=x["forward_s"]["512"])),
     "few bytes saved": lambda r, m, runs: r["analysis"]["phase_27_preview"].update(bytes_reduction=2.0),
     "eleven reruns": lambda r, m, runs: runs.pop(),
+    "no process left out": each_rerun(lambda x: x.update(left_out=0)),
 }
 
 
