@@ -531,8 +531,8 @@ AVX512 = lambda r: "AVX512F" in r["hardware"]["simd_flags"]  # noqa: E731
 EXP_AVX512 = lambda r: (r["hardware"]["numpy_softmax_kernels"]["exp"] in  # noqa: E731  numpy's exp kernel:
                         r["hardware"]["numpy_dispatch_supported"]  # dispatched, and an AVX-512 one
                         and r["hardware"]["numpy_softmax_kernels"]["exp"].startswith(("X86_V4", "AVX512")))
-SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731
-    x["perf_py_sha256"] == m["perf_py_sha256"] for x in RUNS(r, m))
+SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same code: perf.code_digest
+    x["perf_py_code_digest"] == m["perf_py_code_digest"] for x in RUNS(r, m))
 SCORES_AV_NEAR = lambda r, m: EVERY(r, m, lambda x: x["bound"]["scores"] == x["bound"]["av"]) and SOME(  # noqa
     r, m, lambda x: "ridge" in x["bound"]["scores"])  # they share their classes, and some run calls them near
 FOLLOWS_BETA = lambda r, m: SCORES_AV_NEAR(r, m) and CLASS_FOLLOWS_BETA(r, m)  # noqa: E731

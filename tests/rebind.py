@@ -110,7 +110,7 @@ def write_reruns(folders):
     runs = [bindings.digest(*(json.loads((Path(f) / name).read_text())
                             for name in ("results.json", "manifest.json"))) for f in folders]
     what = ("fresh default runs of perf.py, one entry each, in the order given to tests/rebind.py "
-            "--reruns: its manifest (perf_py_sha256 names the script), its start and end (its "
+            "--reruns: its manifest (perf_py_code_digest names the script's code), its start and end (its "
             "workers' first start and last end, seconds since the epoch) and the figures the "
             "write-up compares across runs (tests/bindings.py, digest)")
     (EXP / "reruns.json").write_text(json.dumps({"what": what, "runs": runs}, indent=1) + "\n")

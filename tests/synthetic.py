@@ -15,7 +15,7 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 def worker(Ts):
     """A warm worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
     at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
-    calls = {str(T): {"in_cache_queries": 64, "in_cache_bytes": 12 * T * 64,
+    calls = {str(T): {"in_cache_queries": 64,
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
@@ -40,8 +40,7 @@ def levels(beta):
 
 def op(seconds, worker_times):
     return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
-            "median_s": seconds, "mean_s": seconds, "std_s": 0.0,
-            "p75_s": seconds, "min_s": seconds, "worker_times": worker_times,
+            "mean_s": seconds, "std_s": 0.0, "worker_times": worker_times,
             "process_groups": perf.process_groups(worker_times)}
 
 
@@ -57,20 +56,18 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
     ceilings = perf.ceilings_and_ridge(None, ceilings)
     rows, default_rows = [], []
     for T, ops in times_ms.items():
-        base = {"T": T, "forwards_per_sample": [10, 11], "sample_count": 100,
+        base = {"T": T, "sample_count": 100,
                 "processes_sampled": len(process_multiples),
                 "processes": [f"warm {i + 1}" for i in range(len(process_multiples))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
-                "canary_cost": 0.005,
-                "samples_below_min_time": 0, "shortest_sample_s": 0.05, "accounting_gap": 0.01,
+                "samples_below_min_time": 0, "shortest_sample_s": 0.05,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
-        secs["total"] = sum(secs.values())
-        rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": secs["total"],
+        rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": sum(secs.values()),
                      "ops": {k: op(s, [s * f for f in process_multiples]) for k, s in secs.items()}})
         default_rows.append({**base, "page_faults_per_forward": faults if T > 64 else 0.0,
-                             "forward_s": 1.5 * secs["total"],
+                             "forward_s": 1.5 * sum(secs.values()),
                              "ops": {k: op(1.5 * s, [1.5 * s * f for f in process_multiples])
                                      for k, s in secs.items()}})
     for r in rows + default_rows:

@@ -58,7 +58,7 @@ MUTATIONS = {
     "another machine": lambda r, m, runs: r["hardware"].update(
         cpu_model="Intel(R) Core(TM) i5-8250U", virtualized=False, physical_cores=4, simd_flags=["AVX2"],
         numpy_softmax_kernels={**r["hardware"]["numpy_softmax_kernels"], "exp": "X86_V3"}),
-    "another script": each_rerun(lambda x: x.update(perf_py_sha256="0" * 64)),
+    "another script": each_rerun(lambda x: x.update(perf_py_code_digest="0" * 64)),
     "av's class apart from scores'": each_rerun(lambda x: x["bound"].update(av=["compute"] * 4)),
     "no run near the ridge": no_ridge_class,
     "β against the classes": beta_against_the_classes,

@@ -4,7 +4,6 @@ JSON gives it, so that changing the figure in the text, or the value in the JSON
 that names the phrase. A number in the prose that no phrase binds fails too, unless it is part of
 the lab's own vocabulary (a T, a phase, d_k). Verdict words (quiet, yes, no, none) are bound the
 same way."""
-import hashlib
 import json
 import re
 
@@ -126,8 +125,17 @@ def test_all_six_files_of_the_lab_are_there_from_a_real_run():
     assert RESULTS["config"]["quick"] is False and RESULTS["config"]["T_sweep"] == [64, 128, 256, 512]
 
 
-def test_manifest_carries_the_sha256_of_the_committed_perf_py():
-    assert MANIFEST["perf_py_sha256"] == hashlib.sha256((EXP / "perf.py").read_bytes()).hexdigest()
+def test_the_committed_run_is_of_the_committed_perf_py_s_code():
+    """The manifest's perf_py_code_digest is the committed perf.py's: its code, not its comments
+    or docstrings (a comment edit costs no re-measure; a code edit does)."""
+    source = (EXP / "perf.py").read_text(encoding="utf-8")
+    assert MANIFEST["perf_py_code_digest"] == perf.code_digest(source)
+    # What the digest sees and does not: a comment, a docstring, a wrapped line; a changed value.
+    assert perf.code_digest(source.replace("# ---", "# - -", 1)) == perf.code_digest(source)
+    assert perf.code_digest(source.replace('"""Causal multi-head attention', '"""Causal MHA', 1)) \
+        == perf.code_digest(source)
+    assert perf.code_digest(source.replace("PROCESS_QUANTILE = 0.25", "PROCESS_QUANTILE = 0.26")) \
+        != perf.code_digest(source)
 
 
 def test_results_summary_from_the_lab_s_formulas():

@@ -72,7 +72,7 @@ def test_causal_future_tokens_do_not_change_the_past():
     y = x.copy()
     y[50:] = np.random.default_rng(1).standard_normal((30, 64))
     a, b = perf.attention_forward(x, mha), perf.attention_forward(y, mha)
-    np.testing.assert_array_equal(a[:50], b[:50])
+    np.testing.assert_allclose(a[:50], b[:50], rtol=1e-5, atol=1e-6)  # a BLAS may block rows apart
     assert not np.allclose(a[50:], b[50:])
 
 

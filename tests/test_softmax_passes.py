@@ -14,7 +14,7 @@ def counted(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4
     process i, `in_cache` s on `queries` queries (rows of S), `copy_s` for its bytes' copy."""
     out = []
     for a in at:
-        rec = {"in_cache_queries": queries, "in_cache_bytes": 12 * T * queries}
+        rec = {"in_cache_queries": queries}
         rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
@@ -72,7 +72,7 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
         return 1, (10e-3 if spell else 1e-3)
 
     monkeypatch.setattr(perf, "run_for", run_for)
-    monkeypatch.setattr(perf, "KEYED_T", 64)  # float64's exp timed here too
+    monkeypatch.setattr(perf, "FOCUS_T", 64)  # float64's exp timed here too
     mha = perf.init_mha(64, 4, 0)
     task = {"call_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "cache_budget_bytes": 1 << 20}
     real = perf.softmax_passes

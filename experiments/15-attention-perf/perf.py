@@ -7,15 +7,18 @@ on this machine's roofline, and writes results.json, manifest.json (the lab's Bl
 redraws the pictures, --compare A B sets run B beside run A. The code measured is naive on
 purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I is the lab, Blocks A to F in the lab's order; run_lab, at its end, conducts a run. Part II
-is the harness Part I calls to measure. Where to look: each op's timer, attention_forward_timed;
-what a sample is, sample_forwards; time_s, DEFINITIONS and summarize; the bytes of every
-array, forward_arrays; beta, pi and the ridge, ceilings_and_ridge (measured: rate_estimate); the
-answers, analyse (why the softmax is slow, softmax_pass_comparisons); the canary around each batch,
-watched; quiet or disturbed, judge_run; --compare's same or slower, compare_rows.
+Part I is the lab, Blocks A to F in the lab's order, and stands alone: it names nothing of Part
+II. Part II, the harness, calls it: worker processes, the canary, the ceilings' timing, the
+verdict, --compare, the command line; run_lab conducts a run. Where to look:
+- one op's time: attention_forward_timed; a sample: sample_forwards (the canary's pair: watched);
+- time_s and its interval: Block B's statistic (summarize); which samples feed it: pool_row;
+- the ops: OPS and the functions of Block A, their costs op_cost and OP_ARRAYS (Block D);
+- quiet or disturbed: the verdict's section, judge_run;
+- beta and pi: the ceilings' section (Phase 1's, or timed), then ceilings_and_ridge (Block D).
 """
 
 import argparse
+import ast
 import bisect
 import collections
 import contextlib
@@ -57,12 +60,12 @@ PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_o
 # The lab's experiment.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
-FUSED = OPS[OPS.index("scores"):OPS.index("av") + 1]  # what Flash Attention fuses: S to out_h
+FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
+PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
 T_SWEEP = (64, 128, 256, 512)
-KEYED_T = 512                        # the T the lab's result keys name (*_at_T_512): their row;
-                                     # Phase 27's preview (else the largest T), float64's exp
-KEYED = f"_at_T_{KEYED_T}"           # those keys' suffix, as the lab spells it
-LAB_LAPTOP = {"caches_bytes": {"L1d": 32 << 10, "L2": 256 << 10, "L3": 6 << 20},
+FOCUS_T = 512  # the lab's T of focus: its keys' (*_at_T_512), Phase 27's preview's, float64 exp's
+KEYED = f"_at_T_{FOCUS_T}"  # those keys' suffix, as the lab spells it
+LAB_LAPTOP = {"caches_bytes": {"L3": 6 << 20},
               "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
 
 
@@ -72,8 +75,8 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order. Each Block reads like the lab a learner
-# writes, statistics included; the harness it needs (worker processes, the canary, the
-# ceilings' timing, the verdict) is called from Part II below.
+# writes, statistics included. What the harness decides (which samples feed a figure) comes in as
+# an argument; nothing here names Part II.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -172,8 +175,9 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     t4 = now()
     out = out_proj(O, mha)
     t5 = now()
-    times = {"qkv_proj": (t1 - t0) * 1e-9, "scores": (t2 - t1) * 1e-9, "softmax": (t3 - t2) * 1e-9,
-             "av": (t4 - t3) * 1e-9, "out_proj": (t5 - t4) * 1e-9, "total": (t5 - t0) * 1e-9}
+    stamps = (t0, t1, t2, t3, t4, t5)  # one between each two ops of OPS, in its order
+    times = {k: (b - a) * 1e-9 for k, a, b in zip(OPS, stamps, stamps[1:])}
+    times["total"] = (t5 - t0) * 1e-9
     return (times, out) if return_output else times
 
 
@@ -184,30 +188,39 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
 # min_time has passed (50 ms in a full run, as the lab asks), as does each repeat of a ceiling;
 # the warm workers share each T's samples, one of every T a round (--min-time, --samples,
-# --workers; PROFILES).
-# A sample holds, per key of TIMED_KEYS, its forwards' summed seconds / n (one forward's time);
-# n; batch_s, the batch's wall time; canary_pair, the canary's readings before and after it. The
-# verdict (Part II) adds canary_ratio: the canary's BATCH_PART part, the faster of the two
-# readings, over its process's reference; a sample over BATCH_SLOW is set aside (slow).
+# --workers; PROFILES). A sample holds, per key of TIMED_KEYS, one forward's seconds (its
+# forwards' sum / n); n; batch_s, the batch's wall time; and what the harness's `batch` adds.
 
 
-def sample_forwards(x, mha, mask, min_time, canary, blas_threads=None):
-    """One sample (as the banner above says), its forwards timed by attention_forward_timed on
-    `blas_threads` BLAS threads, else the worker's; watched runs them and reads the canary."""
+def run_for(fn, min_time, now=time.perf_counter_ns):
+    """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
+    applied to every batch: none lasts less than min_time, whatever the machine does."""
+    min_ns, n, t0 = min_time * 1e9, 0, now()
+    while True:
+        fn()
+        n += 1
+        if (elapsed := now() - t0) >= min_ns:
+            return n, elapsed * 1e-9
+
+
+def sample_forwards(x, mha, mask, min_time, batch=None):
+    """One sample (as the banner above says). `batch(fn, min_time)`, the harness's, runs the batch
+    in run_for's place and returns (n, seconds, {what it adds to the sample})."""
     forwards = []
-    n, batch_s, pair = watched(lambda: forwards.append(attention_forward_timed(x, mha, mask)),
-                             min_time, canary, blas_threads)
+    call = lambda: forwards.append(attention_forward_timed(x, mha, mask))  # noqa: E731
+    n, batch_s, added = batch(call, min_time) if batch else (*run_for(call, min_time), {})
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
-            "batch_s": batch_s, "canary_pair": pair}
+            "batch_s": batch_s, **added}
 
 
-def take_samples(task, mha, canary, clock):
-    """A worker's samples_each_T samples of every T, each T after one untimed forward: in rounds of
-    every T in a rotating order, meant to spread a slow episode over every T (default heap: each
-    T in turn); the machine around each (machine_around); after each, after_sample's comparisons."""
+def take_samples(task, mha, batch=None, around=contextlib.nullcontext, after=None):
+    """One process's samples_each_T samples of every T, each T after one untimed forward: in rounds
+    of every T in a rotating order, meant to spread a slow episode over every T (else each T in
+    turn). The harness's hooks: `batch` (sample_forwards'), `around(record)` a context around each
+    sample, `after(i, (x, mha, mask), record)` after sample i of a T. {T: {"samples": [...]}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
-    out = {T: {"samples": [], "timer_ratios": [], "one_thread": []} for T in Ts}
+    out = {T: {"samples": []} for T in Ts}
     rounds = range(task["samples_each_T"])
     schedule = [(i, T) for i in rounds for T in Ts[i % len(Ts):] + Ts[:i % len(Ts)]] \
         if task["interleave"] else [(i, T) for T in Ts for i in rounds]
@@ -215,30 +228,30 @@ def take_samples(task, mha, canary, clock):
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
             attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
-        with machine_around(rec, canary, clock):
-            rec["samples"].append(sample_forwards(x, mha, mask, min_time, canary))
-        after_sample(task, i, (x, mha, mask), rec, canary)
+        with around(rec):
+            rec["samples"].append(sample_forwards(x, mha, mask, min_time, batch))
+        if after:
+            after(i, (x, mha, mask), rec)
     return {str(T): rec for T, rec in out.items()}
 
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
-GROUP_GAP = 1.10             # sorted estimates further apart (and than each side's spread): two
-                             # groups (a process's own samples spread 1-3 % in the AMD host's runs)
-CONFIDENCE = 0.95            # every interval's: time_s's, the ceilings', the timers'
+GROUP_GAP = 1.10             # estimates further apart (and than each side's spread): set by hand
+CONFIDENCE = 0.95            # every interval's least coverage, values allowing (quantile_interval)
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
     "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
     "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
     "canary kept no sample at a T, every sample (figures_from says)",
-    "time_s_interval": f"the distribution-free {CONFIDENCE:.0%} interval of that median over this "
-    "run's processes only: a run minutes later, on a host whose speed moved, can fall outside it"}
+    "time_s_interval": "the narrowest distribution-free interval of that median with a coverage of "
+    f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
+    "says which), over this run's processes only: a run minutes later can fall outside it"}
 
 
 def quantile_interval(values, q):
-    """The distribution-free CONFIDENCE interval of the q-quantile: the order statistics X(l) <=
-    X(u) closest in rank with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q) (the values below
-    the quantile); too few values: the full range. (low, high, coverage)."""
+    """The narrowest distribution-free interval of the q-quantile, X(l) <= X(u) with P(l <= B < u)
+    >= CONFIDENCE, B ~ Binomial(n, q); too few values: the full range. (low, high, coverage)."""
     x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
     p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
     below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
@@ -273,47 +286,24 @@ def process_estimate(samples):
 
 
 def summarize(by_process):
-    """One op at one T from the samples that feed its figures, a list per warm process (the unit
-    of replication: compare between_process_rsd with within_process_rsd): time_s, the median of
-    their process_estimate, its interval over this run's processes; process_groups; mean, SD."""
+    """One op at one T from the samples that feed it, a list per process (the unit of replication):
+    time_s, the median of their process_estimate, its interval; both spreads; groups; mean, SD."""
     each = [process_estimate(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
-    med, p75 = np.percentile(pooled, [50, 75])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
-            "median_s": float(med), "p75_s": float(p75), "min_s": float(pooled.min()),
             "worker_times": each, "between_process_rsd": rsd(each),
             "within_process_rsd": float(np.median([rsd(w) for w in by_process])),
             "process_groups": process_groups(each)}
 
 
-def pool_T(T, records, min_time):
-    """One T's row, of `records` (the counted processes' or the default heap's): per op summarize's
-    statistics of the samples the canary kept, from the processes that kept any, named (none did:
-    all, figures_from says); what was set aside; forward_s, the ops summed; harness_figures."""
-    samples = [s for p in records for s in p["samples"]]
-    aside = [s for s in samples if slow(s)]
-    kept = {p["label"]: [s for s in p["samples"] if not slow(s)] for p in records}
-    feeding = {k: w for k, w in kept.items() if w} or {p["label"]: p["samples"] for p in records}
-    in_figures = [s for w in feeding.values() for s in w]
-    ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in TIMED_KEYS}
-    return {"T": T, "sample_count": len(samples), "processes_sampled": len(records), "ops": ops,
-            "forward_s": sum(ops[op]["time_s"] for op in OPS),
-            "processes": list(feeding), "samples_in_figures": len(in_figures),
-            "processes_without_kept_samples": [k for k, w in kept.items() if not w],
-            "samples_set_aside": len(aside),
-            "figures_from": "kept samples" if any(kept.values()) else
-            "all samples: the canary kept none",
-            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
-            if aside else None, **harness_figures(records, samples, in_figures, min_time)}
-
-
-def pool_sweep(Ts, counted, default_heap_worker, min_time):
-    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
-    records = lambda T, ws: [{**w["by_T"][str(T)], "label": w["label"]} for w in ws]  # noqa: E731
-    return ([pool_T(T, records(T, counted), min_time) for T in Ts],
-            [pool_T(T, records(T, [default_heap_worker]), min_time) for T in Ts])
+def pool_T(T, feeding):
+    """One T's row from the samples that feed its figures, {process: [sample, ...]} (which feed:
+    the harness's word): per op, summarize's statistics; forward_s, the ops' time_s summed."""
+    ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in OPS}
+    return {"T": T, "ops": ops, "forward_s": sum(ops[op]["time_s"] for op in OPS),
+            "processes": list(feeding)}
 
 
 def entry_at(entries, T):
@@ -544,34 +534,6 @@ def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
 working_set = functools.partial(call_bytes, table=OP_ARRAYS)
 
 
-def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
-    results_summary), else a UsageError, before measuring."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-def phase1_ceilings(args):
-    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
-    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
-        return None
-    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
-            "source": "cli" if args.roofline else "phase1",
-            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
-
-
 def ceilings_and_ridge(given, measured):
     """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
     pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
@@ -597,7 +559,6 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                     default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
-                 attainable_GFLOPS=min(pi, beta * I),
                  bound="memory" if I < lo else "compute" if I > hi else "ridge",
                  time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
                  working_set_bytes=ws[op], level=level,
@@ -642,7 +603,8 @@ def draw_roofs(ax, res, xs):
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
-        f"beta's {res['estimators']['confidence']:.0%} interval, {lo:.1f}-{hi:.1f} GB/s" + (
+        "beta's interval" + (f" ({cov:.0%} coverage)" if (
+            cov := c.get("beta_peak_interval_coverage")) else "") + f", {lo:.1f}-{hi:.1f} GB/s" + (
             f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
             f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
             else ""))))
@@ -655,8 +617,8 @@ def draw_roofs(ax, res, xs):
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's {res['estimators']['confidence']:.0%}"
-        f" intervals,\n  {r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
+        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's intervals,\n  "
+        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
 
@@ -756,15 +718,16 @@ def on_lab_laptop(d_model, n_heads):
 def expected_observations(rows):
     """The lab's three expected observations (Block C), each held or not, with its numbers."""
     shares = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
-    proj = lambda T: shares[T]["qkv_proj"] + shares[T]["out_proj"]  # noqa: E731
+    proj = lambda T: sum(shares[T][op] for op in PROJECTIONS)  # noqa: E731
     smallest = {str(T): min(OPS, key=lambda op: s[op]) for T, s in shares.items()}
-    return [{"claim": claim, "held": held, "projections_share": proj(T),
-             "T2_ops_share": 1 - proj(T)} for claim, held, T in (
+    t2 = lambda T: sum(shares[T][op] for op in FUSED)  # noqa: E731
+    return [{"claim": claim, "held": held, "projections_share": proj(T), "T2_ops_share": t2(T)}
+            for claim, held, T in (
                 (f"At T={min(shares)} the projections (qkv_proj + out_proj) dominate",
                  proj(min(shares)) > 0.5, min(shares)),
                 (f"At T={max(shares)} the T^2 ops (scores, softmax, av) dominate",
-                 proj(max(shares)) < 0.5, max(shares)))] + [
-        {"claim": "softmax is never the smallest component", "smallest_op_per_T": smallest,
+                 t2(max(shares)) > 0.5, max(shares)))] + [
+        {"claim": "softmax is never the smallest component",
          "held": "softmax" not in smallest.values(),
          "softmax_share_per_T": {str(T): s["softmax"] for T, s in shares.items()}}]
 
@@ -799,13 +762,13 @@ def softmax_against_roofs(row, ceilings):
             "ratio_to_level_ceiling": sm["GFLOPS"] / sm["level_ceiling_GFLOPS"]}
 
 
-def threading_windows(Ts, counted):
+def threading_windows(Ts, counted, keep=lambda sample: True):
     """Per T, each one-thread sample against the all-thread sample just before it (the same
-    window; the pairs the canary kept): per op, the median of all threads' time over one's."""
+    window; pairs whose samples `keep` both): per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
-        matched = [(a, o) for p in (w["by_T"][str(T)] for w in counted) for o in p["one_thread"]
-                   if not slow(a := p["samples"][o["after"]]) and not slow(o)]
+        matched = [(a, o) for p in (w["by_T"][str(T)] for w in counted) for o in p.get(
+            "one_thread", []) if keep(a := p["samples"][o["after"]]) and keep(o)]
         # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in TIMED_KEYS}
@@ -825,9 +788,8 @@ def pass_floor(p):
 
 
 def softmax_pass_comparisons(rows, counted, d_model, n_heads):
-    """Block E's why, from controlled comparisons of the softmax's passes, never the sweep's times:
-    per T and pass, ns per element at T, in cache and for one thread's copy of its bytes, each the
-    processes' median with its interval; the larger floor (pass_floor). Beside: the sweep's."""
+    """Block E's why, from controlled comparisons of the softmax's passes: per T and pass, ns per
+    element at T, in cache and as one thread's copy of its bytes (processes' medians, intervals)."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
@@ -843,7 +805,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
         for entry in passes:
             entry["larger_floor"] = pass_floor(entry)
         out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
-                    "in_cache_bytes": got[0]["in_cache_bytes"], "passes": passes,
+                    "passes": passes,
                     "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
                     "passes_bytes": sum(e["bytes"] for e in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
@@ -866,15 +828,13 @@ def scores_step_times(rows, counted, d_model, n_heads):
             out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
                         "scale_share": steps["scale"]["scale_s"] / sum(
                             v[f"{k}_s"] for k, v in steps.items()),
-                        "bytes_all_steps": sum(n_bytes[f"scores/{k}"] for k in SCORES_STEPS),
                         "sweep_scores_s": row["ops"]["scores"]["time_s"]})
     return out
 
 
 def analyse(rows, cfg, ceilings, counted, windows):
-    """Block E's numbers (`counted`: the warm workers that feed the figures); Phase 27's preview
-    at KEYED_T, else the largest T."""
-    keyed, d, h = entry_at(rows, KEYED_T), cfg["d_model"], cfg["n_heads"]
+    """Block E's numbers (`counted`: the warm workers that feed the figures)."""
+    keyed, d, h = entry_at(rows, FOCUS_T), cfg["d_model"], cfg["n_heads"]
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for r in rows},
@@ -890,27 +850,12 @@ def analyse(rows, cfg, ceilings, counted, windows):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block F: the files, results.json and the lab's manifest, written together atomically; and a
-# run of the lab, Blocks B to F in order.
+# Block F: the lab's manifest, from results.json.
 
-def run_config(args, plan, threads):
-    """results.json's config: what was asked and what the plan made of it (its tasks)."""
-    dflt_task, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
-    return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
-            "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
-            "quick": args.quick, "blas_threads": threads["blas_threads"],
-            "in_process": args.in_process, "default_heap_samples": dflt_task["samples_each_T"],
-            "one_thread_rounds": warm_task["one_thread_rounds"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
-            "model": "causal MHA, heads as a batch axis, no biases, float32"}
-
-
-def make_manifest(results, argv):
+def make_manifest(results):
     """The lab's Block F manifest as the lab spells it, the machine, and where the run came from."""
     cfg, c = results["config"], results["ceilings"]
-    ops = (entry_at(results["sweep"], KEYED_T) or {}).get("ops")  # None: no row at KEYED_T
+    ops = (entry_at(results["sweep"], FOCUS_T) or {}).get("ops")  # None: no row at FOCUS_T
     summary = {f"softmax_GFLOPS{KEYED}": ops and ops["softmax"]["GFLOPS"],
                f"softmax_pct_of_total{KEYED}": ops and 100 * ops["softmax"]["time_share"],
                f"scores_GFLOPS{KEYED}": ops and ops["scores"]["GFLOPS"],
@@ -928,96 +873,14 @@ def make_manifest(results, argv):
             "the roof of the level their working set fits in (level_bound)"},
         "ceilings_source": c["source"], "conditions_verdict": results["conditions"]["verdict"],
         "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
-        "perf_py_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
-        "command": " ".join(["python", Path(__file__).name] + list(argv)),
         "environment": results["environment"]}
 
 
-def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
-    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
-
-
-def write_atomically(out_dir, files):
-    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
-    too) every earlier file is put back: never a new results.json beside an old manifest."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
-        try:
-            for name, data in files.items():
-                with open(Path(tmp) / name, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-            for name in files:
-                os.replace(Path(tmp) / name, out_dir / name)
-        except BaseException:
-            for name in files:
-                if name in old:
-                    (out_dir / name).write_bytes(old[name])
-                elif (out_dir / name).exists():
-                    (out_dir / name).unlink()
-            raise
-
-
-def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **sections):
-    """results.json: config, machine, worker processes (spawned: all, the default-heap one first),
-    the canary's references and who was left out, and `sections` (ceilings, sweeps, analysis,
-    verdict), with what time_s means."""
-    return {
-        "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
-        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
-                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
-        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
-                                                                     "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{k: w[k] for k in "label pid started ended sampling_s preempted "
-                              "cpu_s peak_rss_MiB".split()} for w in spawned],
-        "memory_peak_MiB": {"parent": peak_rss_MiB(), "largest_worker": max(
-            (w["peak_rss_MiB"] or 0) for w in spawned) or None},
-        "canary": {"reference_s": [w["canary_reference"] for w in spawned],
-                   "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
-                   "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
-                   "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
-                   "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
-        "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
-            "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
-        "run_wall_s": time.perf_counter() - run_t0}  # the pictures and files not included
-
-
-def run_lab(args, argv):
-    """A run of the lab, step by step in the order the data flows; all files written at once."""
-    run_t0, hardware = time.perf_counter(), machine_facts()
-    threads, blas = thread_record(args.threads, hardware)
-    plan = make_plan(args, hardware, threads)
-    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
-    dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
-    hardware["cpufreq_at_end"] = cpufreq_settings()
-    left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
-    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time)  # Block B
-    windows = threading_windows(args.T, counted)
-    measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
-    ceilings = ceilings_and_ridge(given, measured)
-    for r in rows + default_rows:  # Block D
-        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
-    cfg = run_config(args, plan, threads)
-    analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, left_out,
-                     rows, windows)
-    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
-                             ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
-                             analysis=analysis, conditions=cond)  # Block F
-    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
-             "manifest.json": to_json(make_manifest(results, argv)),
-             "roofline.png": png_bytes(plot_roofline(results))}
-    write_atomically(args.out, files)
-    return results
-
 
 # ==============================================================================================
-# PART II — THE HARNESS: what Part I calls to measure truly. The machine's facts; the timing of a
-# batch and the canary; the ceilings' timing; the ops taken apart; the workers
-# (the parent only spawns, a worker only measures); the run's verdict; --compare; the command line.
+# PART II — THE HARNESS: it calls Part I, and measures truly. The machine's facts; the canary
+# around each batch; the ceilings; the ops taken apart; the workers (the parent only spawns, a
+# worker only measures); the run's verdict; a run; --compare; the command line.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -1103,12 +966,6 @@ def page_faults():
     return getattr(psutil.Process().memory_info(), "num_page_faults", None)  # Windows: all faults
 
 
-def peak_rss_MiB():
-    """This process's peak resident memory, or None where resource is missing (Windows)."""
-    rss = resource and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss and (rss / 2**20 if platform.system() == "Darwin" else rss / 2**10)  # bytes, KiB
-
-
 def glibc_malloc():
     """glibc's mallopt, or None on a platform whose C library is not glibc."""
     glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
@@ -1126,8 +983,7 @@ def machine_facts():
     caches = {}
     for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
         kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
-        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {
-            "size": read_text(idx / "size"), "shared_cpu_list": read_text(idx / "shared_cpu_list")}
+        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
     freq = cpufreq_settings()
     unavailable = {k: why for k, missing, why in (
         ("caches", not caches, "no /sys cache description on this OS"),
@@ -1195,26 +1051,14 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# Timing and the canary: run_for times every batch; the canary, a small fixed workload, is read
-# between every two sample batches of a worker (watched), and a batch it read slow before and after
-# is set aside from the figures (BATCH_PART, mark_batches, slow); timer_cost_ratio prices timers.
-
-def run_for(fn, min_time, now=time.perf_counter_ns):
-    """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
-    applied to every batch: none lasts less than min_time, whatever the machine does."""
-    min_ns, n, t0 = min_time * 1e9, 0, now()
-    while True:
-        fn()
-        n += 1
-        if (elapsed := now() - t0) >= min_ns:
-            return n, elapsed * 1e-9
-
+# The canary, and which samples and processes feed the figures: the canary, a small fixed workload,
+# is read between every two samples of a worker (watched); a sample it read slow before and after
+# is set aside (mark_samples, set_aside), a process it read slow nearly all its life left out
+# (slow_processes); pool_row pools what is kept. timer_cost_ratio prices the timers.
 
 def make_canary():
-    """The canary: two small parts, each timed after one untimed call (its data back in cache
-    after a batch): one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul).
-    `read` gives {part: seconds}, `last` the latest, `spent_s` its cost so far. (A copy part, tried
-    on the AMD host, flagged samples whose ops ran at full speed: dropped.)"""
+    """The canary: one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul),
+    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
@@ -1228,30 +1072,63 @@ def make_canary():
                 fn()
             reading[name] = (time.perf_counter_ns() - t0) * 1e-9
         return reading
-    return {"read": read, "last": (first := read()), "readings": [first], "spent_s": 0.0}
+    return {"read": read, "last": (first := read()), "readings": [first]}
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) between two readings of the canary, never during it: (calls, seconds, [before,
-    after]); the after is the next batch's before. `blas_threads`: the batch's (canary: own)."""
+    """run_for(fn) on `blas_threads` between two readings of the canary, never during it: (calls,
+    seconds, {"canary_pair": [before, after]}); the after is the next batch's before."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
-    t0 = time.perf_counter()
     canary["last"] = canary["read"]()
     canary["readings"].append(canary["last"])
-    canary["spent_s"] += time.perf_counter() - t0
-    return n, seconds, [before, canary["last"]]
+    return n, seconds, {"canary_pair": [before, canary["last"]]}
+
+
+REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
+BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
+                          # all BLAS threads, judges whole processes only)
+BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this much over its
+                          # process's reference around it (set by hand)
+PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
+                          # exceeds the others' PEER_QUANTILE this much (set by hand)
+PEER_QUANTILE = 0.25      # the others' fast side, not their median, so that a slow half of the
+                          # processes cannot be the yardstick that keeps them (set by hand)
+
+
+def canary_quantile(readings, q):
+    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
+    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
+    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
+
+
+def mark_samples(worker, reference):
+    """Each sample of a worker (one-thread ones too) gets canary_ratio: BATCH_PART at the faster of
+    its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
+    for sample in (s for rec in worker["by_T"].values()
+                   for s in rec["samples"] + rec.get("one_thread", [])):
+        before, after = sample["canary_pair"]
+        sample["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
+
+
+def set_aside(sample):
+    """A sample the canary sets aside from the figures (mark_samples gave it canary_ratio)."""
+    return sample["canary_ratio"] > BATCH_SLOW
+
+
+def kept(samples):
+    """The samples the canary keeps for the figures: those it does not set aside."""
+    return [s for s in samples if not set_aside(s)]
 
 
 @contextlib.contextmanager
-def machine_around(rec, canary, clock):
-    """What the machine did around one sample: page faults (None where the OS counts none) and the
-    canary's cost into its T's record; the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
-    f0, c0 = page_faults(), canary["spent_s"]
+def machine_around(rec, clock):
+    """What the machine did around one sample: page faults into its T's record (None where the OS
+    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
+    f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    rec["canary_s"] = rec.get("canary_s", 0.0) + canary["spent_s"] - c0
     clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
 
 
@@ -1260,9 +1137,8 @@ TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again
 
 
 def timer_cost_ratio(x, mha, mask, m, first):
-    """What the timers cost: m timed forwards, each beside an untimed one, the pair's order
-    alternating forward by forward (assumed: a drift slows both alike); the median of m
-    timed/untimed."""
+    """What the timers cost: the median of m timed/untimed forwards, each pair's order alternating
+    forward by forward (assumed: a drift slows both alike)."""
     now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
     ratios = []
     for j in range(m):
@@ -1277,39 +1153,114 @@ def timer_cost_ratio(x, mha, mask, m, first):
 
 def after_sample(task, i, forward_args, rec, canary):
     """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
-    forwards (timer_pairs: the warm workers); in a one-thread round, the same sample on one BLAS
-    thread, for threading_windows."""
+    forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
     if task["timer_pairs"]:
         m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
-        rec["timer_ratios"].append(timer_cost_ratio(*forward_args, m, i))
+        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
     if i in task["one_thread_rounds"]:
-        rec["one_thread"].append({**sample_forwards(*forward_args, task["min_time"], canary, 1),
-                                  "after": len(rec["samples"]) - 1})
+        one = sample_forwards(*forward_args, task["min_time"],
+                              lambda fn, t: watched(fn, t, canary, 1))
+        rec.setdefault("one_thread", []).append({**one, "after": len(rec["samples"]) - 1})
 
 
-def harness_figures(records, samples, in_figures, min_time):
-    """What one T's samples say of the harness: the canary's cost, forwards per sample, samples
-    under min_time, time no op accounts for, the timers' cost (timer pairs), faults a forward."""
+def harness_figures(records, samples, min_time):
+    """What one T's samples say of the harness: samples under min_time, the timers' cost (timer
+    pairs), page faults a forward."""
     forwards, faults = [s["n"] for s in samples], [p["faults"] for p in records]
-    with_one_thread = samples + [s for p in records for s in p["one_thread"]]
-    out = {"canary_cost": math.fsum(p["canary_s"] for p in records) / math.fsum(
-               s["batch_s"] for s in samples),
-           "forwards_per_sample": [min(forwards), max(forwards)],
-           "samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
+    with_one_thread = samples + [s for p in records for s in p.get("one_thread", [])]
+    out = {"samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
            "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
-           "accounting_gap": float(np.median([1 - sum(s[op] for op in OPS) * s["n"] / s["batch_s"]
-                                              for s in in_figures])),
            "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
-    if pair_ratios := [v for p in records for v in p["timer_ratios"]]:
+    if pair_ratios := [v for p in records for v in p.get("timer_ratios", [])]:
         out.update(timer_pair_count=len(pair_ratios),
                    **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
     return out
+
+
+def slow_processes(warm_workers):
+    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
+    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
+    out = {}
+    for i, w in enumerate(warm_workers):
+        others = warm_workers[:i] + warm_workers[i + 1:]
+        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
+                                             PEER_QUANTILE))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
+                               "other_ratio": min(ratios.values())}
+    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
+
+
+def judge_processes(dflt, warm_workers):
+    """mark_samples, slow_processes: (the left out, own estimates from kept samples; the rest)."""
+    for w in [dflt] + warm_workers:
+        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
+        mark_samples(w, w["canary_reference"])
+    left_out = slow_processes(warm_workers)
+    for w in (w for w in warm_workers if w["label"] in left_out):
+        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in own])
+            for k in OPS} for T, rec in w["by_T"].items()  # a T it kept none at: none
+            if (own := kept(rec["samples"]))}
+    return left_out, [w for w in warm_workers if w["label"] not in left_out]
+
+
+def pool_row(T, records, min_time):
+    """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
+    samples the canary kept, from the processes that kept any (none did: all, figures_from says)."""
+    samples = [s for p in records for s in p["samples"]]
+    aside = [s for s in samples if set_aside(s)]
+    kept_by = {p["label"]: kept(p["samples"]) for p in records}
+    feeding = {k: w for k, w in kept_by.items() if w} or {p["label"]: p["samples"] for p in records}
+    return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
+            "samples_in_figures": sum(len(w) for w in feeding.values()),
+            "processes_without_kept_samples": [k for k, w in kept_by.items() if not w],
+            "samples_set_aside": len(aside),
+            "figures_from": "kept samples" if any(kept_by.values()) else
+            "all samples: the canary kept none",
+            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
+            if aside else None, **harness_figures(records, samples, min_time)}
+
+
+def pool_sweep(Ts, counted, default_heap_worker, min_time):
+    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
+    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws],  # noqa
+                                min_time) for T in Ts]
+    return rows(counted), rows([default_heap_worker])
 
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings' timing: each level's copy and pi, timed by Phase 1's method in the first
 # CEILING_WORKERS warm workers after their samples (the canary does not judge them), and estimated
 # on the fast side of their repeats, like the ops.
+
+def read_ceilings(path):
+    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
+    results_summary), else a UsageError, before measuring."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+def phase1_ceilings(args):
+    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
+    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
+        return None
+    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
+            "source": "cli" if args.roofline else "phase1",
+            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
+
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
@@ -1320,8 +1271,7 @@ SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has 
 
 def copy_buffers(nbytes):
     """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages): on the AMD host, copies whose dst - src lay a few bytes past a multiple of
-    4 KiB, as back-to-back buffers' do, ran up to ten times slower (measured; cause not tested)."""
+    (modulo pages), never just past a multiple of 4 KiB as back-to-back ones are (set by hand)."""
     n = nbytes // 8
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
@@ -1371,8 +1321,7 @@ def copy_levels(hardware, dram_bytes=None):
 
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
-    and, if all CPUs share it, on all; pi's matmul. Not judged by the canary: it read slow right
-    after a 2048² matmul or a large copy (AMD host; why, not tested): good repeats would go."""
+    and, if all CPUs share it, on all; pi's matmul. The canary does not judge them (set by hand)."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1406,8 +1355,7 @@ def copy_estimate(runs):
 
 def combine_ceilings(counted, warm_workers, spec):
     """The measured ceilings, from the repeats of the processes that feed the figures (else all the
-    warm ones'), and what the levels say of themselves: a plateau (DRAM's two sizes within
-    PLATEAU), a small copy slower than a larger level's. Beta: the larger DRAM copy's."""
+    warm ones'); a plateau (DRAM's two sizes within PLATEAU); small copies slower than larger."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1427,7 +1375,9 @@ def combine_ceilings(counted, warm_workers, spec):
     flops, n_bytes = matmul_cost(n)
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+            "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
             "pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+            "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
             "pi_repeats": pi["repeats"], "copy_threads": spec["copy_threads"], "levels": levels,
             "matmul": {"n": n, "intensity": flops / n_bytes}}
 
@@ -1464,10 +1414,9 @@ def softmax_passes(S, mask):
 
 def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    on as many queries (rows of S) as fit cache_budget_bytes with all the widest pass touches
-    (in_cache), and one thread's copy of its bytes (copy: the start of the largest pass's block);
-    at KEYED_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches of
-    CALL_MIN_TIME in turn over every call (a slow spell costs a batch, not a figure)."""
+    on as many queries (rows of S) as fit cache_budget_bytes (in_cache), and one thread's copy of
+    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
+    CALL_REPEATS batches of CALL_MIN_TIME in turn (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1482,9 +1431,9 @@ def calls_at(T, task, mha):
         n_floats = n_bytes[f"softmax/{p}"] // 8
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
                     (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == KEYED_T:
+    if T == FOCUS_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries, "in_cache_bytes": query_bytes * n_queries}
+    out = {"in_cache_queries": n_queries}
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         out.setdefault(name, {})[kind] = math.inf
@@ -1502,8 +1451,7 @@ def calls_at(T, task, mha):
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. On the AMD host glibc's defaults faulted over 2,000 pages a forward at T = 512 (default
-    heap's row); these, under one. No mallopt: "warm" workers on the default heap (heap.mode)."""
+    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
     mallopt = glibc_malloc()
     if mallopt is None:
         return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
@@ -1520,15 +1468,15 @@ PROFILES = {  # a run's plan: ceiling_repeats, beta's and pi's; cache_repeats, t
               "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
 WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
-SLOW_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this slow rate
+HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
 CEILING_WORKERS = 5      # the first warm workers also time the ceilings
 
 
 def worker_timeout(task):
-    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times its samples'
-    sampling time (a full run's warm workers sample 2.6-2.7 s and run 3-5.4 s, AMD host)."""
+    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times the sampling
+    its task asks for, at least WORKER_TIMEOUT_S."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
-        "n_heads"]).values()) / (SLOW_GFLOPS * 1e9)) for T in task["T_sweep"]]
+        "n_heads"]).values()) / (HANG_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
 
 
@@ -1544,7 +1492,10 @@ def worker_job(task):
         try:
             switches, t0, started = preemptions(), time.perf_counter(), time.time()
             clock = {"dirs": CPUFREQ(), "MHz": []}  # found once; VM: none
-            sampled = {"by_T": take_samples(task, mha, canary, clock), "started": started,
+            by_T = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
+                                lambda rec: machine_around(rec, clock),
+                                lambda i, args, rec: after_sample(task, i, args, rec, canary))
+            sampled = {"by_T": by_T, "started": started,
                        "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
                        "preempted": None if switches is None else preemptions() - switches}
             calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
@@ -1555,7 +1506,7 @@ def worker_job(task):
     return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
             "canary_readings": canary["readings"], "heap": heap,
             "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
-            "cpu_s": time.process_time(), "peak_rss_MiB": peak_rss_MiB()}
+            "cpu_s": time.process_time()}
 
 
 def worker_entry():
@@ -1671,28 +1622,15 @@ def spawn_all(plan, in_process):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: the samples and processes the canary sets aside; each check a value against
-# a limit, ok True, False or None (not made here); "quiet" only if none failed. A failed check
-# says what happened and what to do, from what the run measured, never more. Its limits are
-# chosen, each saying what it limits; its inputs: machine_load (spawn_all), the workers' preempted,
-# MHz and canary readings (worker_job, machine_around), cpufreq at start and end (run_lab).
+# The run's verdict: each check a value against a limit, ok True, False or None (not made here);
+# "quiet" only if none failed. A failed check's reason says what the run measured; its remedy, what
+# to do. The limits are set by hand, each saying what it limits. Inputs: machine_load (spawn_all),
+# the workers' preempted, MHz and canary readings (worker_job, machine_around), the canary's word
+# on samples and processes (judge_processes), cpufreq at start and end (run_lab).
 
-REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_PART = "compute"    # the canary part a batch is judged on; the BLAS part (all BLAS
-                          # threads) judges processes only: after calm batches on the AMD host it
-                          # read x1.05-1.73, varying with the T just run (one thread: x1.00-1.07)
-BATCH_SLOW = 1.25         # a batch is slow when BATCH_PART took this much over its process's
-                          # reference (calm batches on the AMD host, median per T: x1.00-1.02)
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
-PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
-                          # exceeds the others' PEER_QUANTILE this much. Measured: processes whose
-                          # figures sat with the others' read <= x1.40 (two hosts, 18 runs); the
-                          # AMD host's slow ones (scores x3) x1.66-2.3 on the BLAS part
-PEER_QUANTILE = 0.25      # the others' fast side, not their median: in one calm AMD run 6 of 10
-                          # processes ran the BLAS part x2; the median was theirs and kept them
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
-                          # exceeds the others' this much: calm ones' compute part <= x1.19 (AMD
-                          # host), up to x1.3 (Intel host): one such can count; the check needs half
+                          # exceeds the others' this much (set by hand); the check needs half
 MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time, at the largest
                           # T with a window
@@ -1706,54 +1644,6 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
             "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
             "Darwin": "macOS cannot pin a process to a kind of core: quit other programs, so that "
                       "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
-
-
-def canary_quantile(readings, q):
-    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
-    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
-    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
-
-
-def mark_batches(worker, reference):
-    """Each timed batch of a worker's samples gets canary_ratio: BATCH_PART at the faster of its
-    two readings over its reference (assumed: one slow reading alone is an interrupt, not a slow
-    spell the batch shared)."""
-    for batch in (b for rec in worker["by_T"].values() for b in rec["samples"] + rec["one_thread"]):
-        before, after = batch["canary_pair"]
-        batch["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
-
-
-def slow(batch):
-    """A batch the canary sets aside from the figures (mark_batches gave it canary_ratio)."""
-    return batch["canary_ratio"] > BATCH_SLOW
-
-
-def slow_processes(warm_workers):
-    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
-    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
-    out = {}
-    for i, w in enumerate(warm_workers):
-        others = warm_workers[:i] + warm_workers[i + 1:]
-        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
-                                             PEER_QUANTILE))
-                  for p, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
-                               "other_ratio": min(ratios.values())}
-    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
-
-
-def judge_processes(dflt, warm_workers):
-    """mark_batches, slow_processes: (the left out, own estimates from kept samples; the rest)."""
-    for w in [dflt] + warm_workers:
-        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
-        mark_batches(w, w["canary_reference"])
-    left_out = slow_processes(warm_workers)
-    for w in (w for w in warm_workers if w["label"] in left_out):
-        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in kept])
-            for k in TIMED_KEYS} for T, rec in w["by_T"].items()  # a T it kept none at: none
-            if (kept := [s for s in rec["samples"] if not slow(s)])}
-    return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1807,10 +1697,8 @@ def interference_checks(before, after, own_cpu_s, spare_cores, warm_workers, oth
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
     """Governor and turbo unchanged, and the clock not fallen from the first counted worker to the
-    last (a 15 W laptop can leave turbo when its power budget runs out): cpufreq's MHz, else both
-    canary parts' fast side, the smaller fall (assumed: a slower clock slows both; a process can
-    run one part slower all its life: compute x1.3, Intel host). On a VM the remedy says the
-    canary cannot tell the clock from the shared host."""
+    last: cpufreq's MHz, else both canary parts' fast side, the smaller fall (assumed: a slower
+    clock slows both parts)."""
     setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1828,15 +1716,13 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
             f"{1e6 * fast[1][p]:.1f} in the last" for p in fast[0]))
     else:
         drop, basis, what = None, None, ""
-    laptop = ("plug the laptop in and set the performance governor (sudo cpupower frequency-set "
-              "-g performance), then rerun; on a shared machine, rerun later",
-              "AC power, performance governor")
+    laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
+              "performance governor (sudo cpupower frequency-set -g performance), then rerun; on "
+              "a shared machine, rerun later", "AC power, performance governor")
     host = basis == "canary" and virtualized
-    fell = "the clock fell" if basis == "cpufreq" else "the later canary readings ran slower"
-    why = fell + (": on a VM, the shared host or its clock" if host else
-                  ": on a laptop, turbo can end as its power budget runs out")
-    remedy = ("a shared host: rerun later, and set the runs side by side with --compare",
-              "rerun later") if host else laptop
+    why = "the clock fell" if basis == "cpufreq" else "the later canary readings ran slower"
+    remedy = ("on a VM the canary cannot tell the clock from a busier host: rerun later, and set "
+              "the runs side by side with --compare", "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
                 changed, 0, "the CPU governor/turbo changed during the run: "
                 f"{setting(freq_start)} -> {setting(freq_end)}", *laptop),
@@ -1847,8 +1733,7 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
 
 def canary_checks(rows, warm_workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
-    half or more of the warm processes left out with both parts slow (a slow stretch or a slower
-    core would slow both, a hypothesis; the AMD host's slow ones, measured: BLAS part alone)."""
+    half or more of the warm processes left out with both parts slow."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
     n = len(warm_workers)
@@ -1889,9 +1774,8 @@ def process_group_findings(rows):
 
 
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av (its products sum over T, scores' over d_k) at the largest T
-    with a window (threading_windows)?
-    In the same windows; a finding, not a disturbance; one thread advised only if it was faster."""
+    """Do the BLAS threads help av at the largest T with a window (threading_windows)? A finding,
+    not a disturbance; one thread advised only if it was faster in the same windows."""
     w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
@@ -1900,7 +1784,7 @@ def cooperation_finding(windows, threads_ran):
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
             f"on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate on "
-            "this machine (they may sit apart on the host, or be shared)", "advice": (
+            "this machine", "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
                 "scores and av move with it, so compare such a run only with other one-thread runs"
@@ -1908,12 +1792,10 @@ def cooperation_finding(windows, threads_ran):
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, left_out, rows,
+def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows,
               windows):
-    """Disturbed on evidence that something else used the machine (others' CPU, steal, the warm
-    workers' preemptions) or changed under the run (the clock, of the counted; the canary's rules).
-    Findings: processes in two groups, threads that barely help. Not judged: the default heap's
-    preemptions."""
+    """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
+    or changed under the run (the clock; the canary's rules). Findings: groups, threads."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -1922,9 +1804,170 @@ def judge_run(load, own_cpu_s, hardware, threads, dflt, warm_workers, counted, l
                        hardware["virtualized"]),
         **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5],
         "findings": {"process_groups": process_group_findings(rows),
-                     "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])},
-        "not_judged": {"default_heap_preemptions_per_s": dflt["preempted"] and
-                       dflt["preempted"] / dflt["sampling_s"]}}
+                     "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}}
+
+
+# ----------------------------------------------------------------------------------------------
+# A run: refused before it measures if it cannot fit; the workers spawned, the canary's word on
+# their samples, the lab's blocks on the samples it kept, the verdict; results.json records it all.
+
+WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS): set by hand
+
+
+def worker_peak_bytes(Ts, d_model, n_heads, spec):
+    """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
+    its calls at the largest T (calls_at's arrays, and half an (h, T, T) array that freed arrays
+    leave unused, set by hand) and its ceilings (largest copy block, pi's)."""
+    a = forward_arrays(max(Ts), d_model, n_heads)
+    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
+    at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
+        + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
+    ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
+    return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
+
+
+def refuse_early(args, plan):
+    """Refuse before measuring a run larger than the memory (this process and the largest worker;
+    the largest T that fits named) or an --out that takes no file. Returns the estimate (MiB)."""
+    spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
+    need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
+    if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
+        lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
+                   if need([t for t in args.T if t < T] + [T]) <= available), 0)
+        raise UsageError(f"--T {max(args.T)} needs about {estimate / 2**30:.1f} GiB of memory;"
+                         f" {available / 2**30:.1f} GiB are available" + (
+                             f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
+    made = []
+    try:
+        for p in [*reversed(args.out.parents), args.out]:
+            if not p.exists():
+                p.mkdir()
+                made.append(p)
+        with tempfile.TemporaryFile(dir=args.out):
+            pass
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: {e.strerror or e}") from None
+    finally:
+        for p in reversed(made):
+            p.rmdir()
+    return estimate / 2**20
+
+
+def run_config(args, plan, threads):
+    """results.json's config: what was asked and what the plan made of it (its tasks)."""
+    dflt_task, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
+    return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
+            "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
+            "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
+            "quick": args.quick, "blas_threads": threads["blas_threads"],
+            "in_process": args.in_process, "default_heap_samples": dflt_task["samples_each_T"],
+            "one_thread_rounds": warm_task["one_thread_rounds"],
+            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
+            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
+            "model": "causal MHA, heads as a batch axis, no biases, float32"}
+
+
+def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
+    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
+
+
+def write_atomically(out_dir, files):
+    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
+    too) every earlier file is put back: never a new results.json beside an old manifest."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
+        try:
+            for name, data in files.items():
+                with open(Path(tmp) / name, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            for name in files:
+                os.replace(Path(tmp) / name, out_dir / name)
+        except BaseException:
+            for name in files:
+                if name in old:
+                    (out_dir / name).write_bytes(old[name])
+                elif (out_dir / name).exists():
+                    (out_dir / name).unlink()
+            raise
+
+
+def code_digest(source):
+    """sha256 of a script's code alone: its syntax tree without docstrings or empty fields (Python
+    3.10 to 3.13 agree); a comment or docstring edit keeps it, a code edit does not."""
+    def dump(node):
+        if isinstance(node, list):
+            return "[" + ",".join(map(dump, node)) + "]"
+        if not isinstance(node, ast.AST):
+            return repr(node)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(
+                node, clean=False) is not None:
+            node.body = node.body[1:]
+        return type(node).__name__ + "(" + ",".join(
+            f"{k}={dump(v)}" for k, v in ast.iter_fields(node) if v is not None and v != []) + ")"
+    return hashlib.sha256(dump(ast.parse(source)).encode()).hexdigest()
+
+
+def provenance(argv):
+    """Where a run came from: this file's sha256, its code's digest, the command."""
+    here = Path(__file__)
+    return {"perf_py_sha256": hashlib.sha256(here.read_bytes()).hexdigest(),
+            "perf_py_code_digest": code_digest(here.read_text(encoding="utf-8")),
+            "command": " ".join(["python", here.name] + list(argv))}
+
+
+def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **sections):
+    """results.json: config, machine, worker processes (spawned: the default-heap one first), the
+    canary's references and who was left out, `sections` (ceilings, sweeps, analysis, verdict)."""
+    return {
+        "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+                     **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
+        "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
+                                                                     "OPENBLAS_L2_SIZE")},
+        "worker_processes": [{k: w[k] for k in "label pid started ended sampling_s preempted "
+                              "cpu_s".split()} for w in spawned],
+        "canary": {"reference_s": [w["canary_reference"] for w in spawned],
+                   "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
+                   "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
+                   "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
+                   "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
+        "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
+            "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
+        "run_wall_s": time.perf_counter() - run_t0}  # the pictures and files not included
+
+
+def run_lab(args, argv):
+    """A run of the lab, step by step in the order the data flows (Part I's Blocks B to F, the
+    harness around them); all files written at once."""
+    run_t0, hardware = time.perf_counter(), machine_facts()
+    threads, blas = thread_record(args.threads, hardware)
+    plan = make_plan(args, hardware, threads)
+    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
+    dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
+    hardware["cpufreq_at_end"] = cpufreq_settings()
+    left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
+    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time)  # Block B
+    windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
+    measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
+    ceilings = ceilings_and_ridge(given, measured)
+    for r in rows + default_rows:  # Block D
+        place_on_roofline(r, args.d_model, args.n_heads, ceilings)
+    cfg = run_config(args, plan, threads)
+    analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
+    cond = judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out,
+                     rows, windows)
+    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
+                             ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
+                             analysis=analysis, conditions=cond)  # Block F
+    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
+             "manifest.json": to_json({**make_manifest(results), **provenance(argv)}),
+             "roofline.png": png_bytes(plot_roofline(results))}
+    write_atomically(args.out, files)
+    return results
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1956,9 +1999,8 @@ def load_results(arg):
 
 def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
-    band]; band, at least NOISE_FLOOR, is the noisier run's trimmed range of its processes'
-    estimates (from five on, the second highest over the second lowest: one slow worker cannot
-    blind it)."""
+    band]; band, at least NOISE_FLOOR, is the noisier run's range of its processes' estimates
+    (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
     noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
@@ -2057,7 +2099,7 @@ def compare(arg_a, arg_b, out):
 
 
 # ----------------------------------------------------------------------------------------------
-# The command line: parsing touches nothing; a run is refused before it measures; main dispatches.
+# The command line: parsing touches nothing; report prints a run's end; main dispatches.
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, instead of argparse's usage dump
@@ -2099,49 +2141,6 @@ def parse_args(argv):
     args.T = sorted(set(args.T))
     args.out = args.out or (None if args.compare else HERE)
     return args
-
-
-WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS): 60-65 MiB, AMD
-
-
-def worker_peak_bytes(Ts, d_model, n_heads, spec):
-    """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its calls at the largest T (calls_at: P, S, Z, D, E, the mask, a call's output, the copy
-    block, and half an (h, T, T) array for what the samples' freed arrays leave unused: 0.1-0.5
-    measured at T = 1024-4096 on the AMD host) and its ceilings (largest copy block, pi's)."""
-    a = forward_arrays(max(Ts), d_model, n_heads)
-    inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
-        + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
-    ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
-    return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
-
-
-def refuse_early(args, plan):
-    """Refuse before measuring a run larger than the memory (this process and the largest worker;
-    the largest T that fits named) or an --out that takes no file. Returns the estimate (MiB)."""
-    spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
-    need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
-    if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
-        lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
-                   if need([t for t in args.T if t < T] + [T]) <= available), 0)
-        raise UsageError(f"--T {max(args.T)} needs about {estimate / 2**30:.1f} GiB of memory;"
-                         f" {available / 2**30:.1f} GiB are available" + (
-                             f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
-    made = []
-    try:
-        for p in [*reversed(args.out.parents), args.out]:
-            if not p.exists():
-                p.mkdir()
-                made.append(p)
-        with tempfile.TemporaryFile(dir=args.out):
-            pass
-    except OSError as e:
-        raise UsageError(f"--out {args.out}: {e.strerror or e}") from None
-    finally:
-        for p in reversed(made):
-            p.rmdir()
-    return estimate / 2**20
 
 
 def report(results, out):
