@@ -111,10 +111,7 @@ def falls(holds, mutate):
     r, m, runs = copy.deepcopy(RESULTS), copy.deepcopy(MANIFEST), copy.deepcopy(RERUNS)
     mutate(r, m, runs)
     bindings.use_reruns(runs)
-    try:
-        return not holds(r, m)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
-        return True
+    return not holds(r, m)  # a crash is no falsification: it errors the test
 
 
 @pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=lambda c: str(c)[:40])

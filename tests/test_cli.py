@@ -46,6 +46,8 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
 
 
 def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
+    if not perf.blas_info():  # no BLAS seen: the run counts one thread, and leaves a core free
+        pytest.skip("threadpoolctl sees no BLAS here: the run's spare cores differ")
     hog_exe = tmp_path / "cpu-hog"  # the process's name is its executable's
     try:
         hog_exe.symlink_to(sys.executable)

@@ -132,6 +132,8 @@ def test_the_committed_run_is_of_the_committed_perf_py_s_code():
     assert MANIFEST["perf_py_code_digest"] == perf.code_digest(source)
     # What the digest sees and does not: a comment, a docstring, a wrapped line; a changed value.
     assert perf.code_digest(source.replace("# ---", "# - -", 1)) == perf.code_digest(source)
+    wrapped = source.replace("    d_k = Q.shape[1] // h\n", "    d_k = (Q.shape[1]\n           // h)\n", 1)
+    assert wrapped != source and perf.code_digest(wrapped) == perf.code_digest(source)
     assert perf.code_digest(source.replace('"""Causal multi-head attention', '"""Causal MHA', 1)) \
         == perf.code_digest(source)
     assert perf.code_digest(source.replace("PROCESS_QUANTILE = 0.25", "PROCESS_QUANTILE = 0.26")) \

@@ -76,6 +76,14 @@ def test_causal_future_tokens_do_not_change_the_past():
     assert not np.allclose(a[50:], b[50:])
 
 
+def test_every_op_is_a_projection_or_a_T2_op_and_the_timer_names_each():
+    # expected_observations splits the forward into PROJECTIONS and FUSED (the T² ops): a sixth op
+    # must join one of them, and attention_forward_timed's stamps must cover it.
+    assert sorted(perf.PROJECTIONS + perf.FUSED) == sorted(perf.OPS)
+    x, mha = inputs(64)
+    assert list(perf.attention_forward_timed(x, mha)) == list(perf.TIMED_KEYS)
+
+
 def test_weights_deterministic_from_seed():
     a, b, c = perf.init_mha(seed=0), perf.init_mha(seed=0), perf.init_mha(seed=1)
     assert all(w.dtype == np.float32 and w.shape == (64, 64) for w in (a.W_Q, a.W_K, a.W_V, a.W_O))

@@ -1,19 +1,20 @@
 """Lab 03 of Phase 15: where the time of a naive numpy attention forward goes.
 
-Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op
-on this machine's roofline, and writes results.json, manifest.json (the lab's Block F), perf.png
-(Block C) and roofline.png (Block D) beside this script, or into --out. Run it as
-`OMP_NUM_THREADS=4 python perf.py` on the lab's 4-core laptop; --quick is a smoke test, --replot
-redraws the pictures, --compare A B sets run B beside run A. The code measured is naive on
-purpose (tuning it is Phase 27's); the measurement is not.
+Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op on
+this machine's roofline, and writes results.json, manifest.json (Block F), perf.png (Block C) and
+roofline.png (Block D) here, or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python
+perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A.
+The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I is the lab, Blocks A to F in the lab's order, and stands alone: it names nothing of Part
-II. Part II, the harness, calls it: worker processes, the canary, the ceilings' timing, the
-verdict, --compare, the command line; run_lab conducts a run. Where to look:
-- one op's time: attention_forward_timed; a sample: sample_forwards (the canary's pair: watched);
-- time_s and its interval: Block B's statistic (summarize); which samples feed it: pool_row;
+Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
+calls it: workers, the canary, the ceilings' timing, the verdict, --compare, the command line;
+run_lab conducts a run. Where to look:
+- one op's time: attention_forward_timed; a sample: sample_forwards (Blocks A, B); what the
+  harness adds to it, the canary's pair and ratio: watched, mark_samples (the canary's section);
+- time_s and its interval: Block B's statistic (summarize); which samples and processes feed it:
+  the canary's section (set_aside, slow_processes, pool_row);
 - the ops: OPS and the functions of Block A, their costs op_cost and OP_ARRAYS (Block D);
-- quiet or disturbed: the verdict's section, judge_run;
+- quiet or disturbed: the verdict's section (its banner names its inputs), judge_run;
 - beta and pi: the ceilings' section (Phase 1's, or timed), then ceilings_and_ridge (Block D).
 """
 
@@ -109,7 +110,7 @@ def make_input(T, mha, seed):
 
 
 def split_heads(X, h):
-    """(T, d) -> (h, T, d_k). A view: no bytes move, so it costs nothing wherever it is timed."""
+    """(T, d) -> (h, T, d_k). A view: making it moves no bytes (the matmul's use is its time)."""
     T, d = X.shape
     return X.reshape(T, h, d // h).transpose(1, 0, 2)
 
@@ -176,20 +177,20 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     out = out_proj(O, mha)
     t5 = now()
     stamps = (t0, t1, t2, t3, t4, t5)  # one between each two ops of OPS, in its order
-    times = {k: (b - a) * 1e-9 for k, a, b in zip(OPS, stamps, stamps[1:])}
+    times = {k: (b - a) * 1e-9 for k, (a, b) in zip(OPS, zip(stamps, stamps[1:]), strict=True)}
     times["total"] = (t5 - t0) * 1e-9
     return (times, out) if return_output else times
 
 
 # ----------------------------------------------------------------------------------------------
-# Block B: what a sample is, a worker's samples, and the sweep: each T's row from the warm
-# processes' own estimates (each from the samples the canary kept), the process the unit.
+# Block B: what a sample is, one process's samples, and the statistic: each T's row from the
+# processes' own estimates of the samples that feed it (which feed: the caller's word).
 
-# The protocol: a sample (one measurement of the sweep) runs timed forwards back to back until
-# min_time has passed (50 ms in a full run, as the lab asks), as does each repeat of a ceiling;
-# the warm workers share each T's samples, one of every T a round (--min-time, --samples,
-# --workers; PROFILES). A sample holds, per key of TIMED_KEYS, one forward's seconds (its
-# forwards' sum / n); n; batch_s, the batch's wall time; and what the harness's `batch` adds.
+# A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
+# the lab asks). A sample, one measurement of the sweep: a batch of timed forwards; it holds, per
+# key of TIMED_KEYS, one forward's seconds (its forwards' sum / n); n; batch_s, the batch's wall
+# time; and what the harness's `batch` hook adds. The processes share each T's samples, one of
+# every T a round (--min-time, --samples, --workers; PROFILES).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -237,7 +238,7 @@ def take_samples(task, mha, batch=None, around=contextlib.nullcontext, after=Non
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
 GROUP_GAP = 1.10             # estimates further apart (and than each side's spread): set by hand
-CONFIDENCE = 0.95            # every interval's least coverage, values allowing (quantile_interval)
+CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowing
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
@@ -538,7 +539,8 @@ def ceilings_and_ridge(given, measured):
     """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
     pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
     c = dict(measured) if given is None else {
-        **measured, **given, "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
+        **measured, **given, **{f"{k}_peak_interval_coverage": None for k in ("beta", "pi")},
+        "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
         "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
     (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
     return c | {"ridge": c["pi_peak_GFLOPS"] / c["beta_peak_GBps"],
@@ -878,7 +880,7 @@ def make_manifest(results):
 
 
 # ==============================================================================================
-# PART II — THE HARNESS: it calls Part I, and measures truly. The machine's facts; the canary
+# PART II — THE HARNESS: it calls Part I and records how the run went. The machine; the canary
 # around each batch; the ceilings; the ops taken apart; the workers (the parent only spawns, a
 # worker only measures); the run's verdict; a run; --compare; the command line.
 # ==============================================================================================
@@ -1281,8 +1283,7 @@ def copy_buffers(nbytes):
 def copy_rates(buffers, n_threads, reps, min_time):
     """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
     on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
-    src, dst = buffers
-    N = src.size
+    (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) as executor:
         copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
@@ -1321,7 +1322,7 @@ def copy_levels(hardware, dram_bytes=None):
 
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
-    and, if all CPUs share it, on all; pi's matmul. The canary does not judge them (set by hand)."""
+    and, `shared` (the LLC's size), on all CPUs; pi's matmul. The canary does not judge them."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1371,8 +1372,7 @@ def combine_ceilings(counted, warm_workers, spec):
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
     pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-    n = spec["matmul_n"]
-    flops, n_bytes = matmul_cost(n)
+    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
             "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
@@ -1393,8 +1393,8 @@ CALL_REPEATS = 3          # every batch this often in turn; the fastest kept (as
 
 def scores_steps(Q, K, h):
     """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}, and S."""
-    Qh, KhT, scale = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1), math.sqrt(
-        Q.shape[1] // h)
+    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
+    scale = math.sqrt(Q.shape[1] // h)
     P = Qh @ KhT
     return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}, P / scale
 
@@ -1895,8 +1895,8 @@ def write_atomically(out_dir, files):
 
 
 def code_digest(source):
-    """sha256 of a script's code alone: its syntax tree without docstrings or empty fields (Python
-    3.10 to 3.13 agree); a comment or docstring edit keeps it, a code edit does not."""
+    """sha256 of a script's code alone: its syntax tree without docstrings, empty fields left out
+    (newer Pythons add some); a comment or docstring edit keeps it, a code edit does not."""
     def dump(node):
         if isinstance(node, list):
             return "[" + ",".join(map(dump, node)) + "]"
@@ -1962,7 +1962,7 @@ def run_lab(args, argv):
                      rows, windows)
     results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
-                             analysis=analysis, conditions=cond)  # Block F
+                             analysis=analysis, conditions=cond)
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
              "manifest.json": to_json({**make_manifest(results), **provenance(argv)}),
              "roofline.png": png_bytes(plot_roofline(results))}
