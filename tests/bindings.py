@@ -338,9 +338,9 @@ LAB = [
     ("of the {} runs. numpy", N),
     ("medians over **{}** processes", lambda r, m: str(SP(r, 512)["process_count"])),
     *(pass_row(p) for p in perf.PASSES),
-    ("the copies come to **{} %** of the passes'", lambda r, m: range_of([100 * COPY_SHARE(ps) for x in RUNS(r, m)
+    ("copies of their bytes (**{} %** of the sum)", lambda r, m: range_of([100 * COPY_SHARE(ps) for x in RUNS(r, m)
                                                              for ps in entries(x)], 0)),
-    ("That sum came to **{} %** of the sweep's", lambda r, m: range_of([
+    ("the passes' sum, **{} %** of the sweep's", lambda r, m: range_of([
         100 * PASS_RATIO(e) for x in RUNS(r, m) for e in x["softmax_passes"]], 0)),
     ("exp at T = 256 and 512, in **{}** of", lambda r, m: n_runs(r, m, DEAREST_AS_SAID)),
     ("its AVX-512 (`{}`) exp kernel", lambda r, m: r["hardware"]["numpy_softmax_kernels"]["exp"]),
@@ -383,10 +383,11 @@ LAB = [
     ("**{}** runs called themselves quiet", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("β went from **{}** GB/s", lambda r, m: "{}** to **{}".format(*(num(v, 1) for v in ENDS(r, m, lambda x: x["beta"])))),
-    ("the ridge from **{}**, the forward", lambda r, m: "{}** to **{}".format(*(num(v, 2) for v in ENDS(r, m, lambda x: x["ridge"])))),
-    ("at T = 512 from **{}** ms", lambda r, m: "{}** to **{}".format(*(ms(v) for v in ENDS(r, m, FWD)))),
-    ("with the start time **{}**)", lambda r, m: "**, **".join(
-        f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], lambda x: x["ridge"], FWD))),
+    ("forward at T = 512 from **{}** ms (rank", lambda r, m: "{}** to **{}".format(*(ms(v) for v in ENDS(r, m, FWD)))),
+    ("with the start time **{}**); the ridge", lambda r, m: "** and **".join(
+        f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
+    ("the ridge, π over β, from **{}** (", lambda r, m: "{}** to **{}".format(*(num(v, 2) for v in ENDS(r, m, lambda x: x["ridge"])))),
+    ("** (**{}**). A run's", lambda r, m: f"{DRIFT(r, m, lambda x: x['ridge']):.2f}".replace("-", "−")),
     ("at T = 512, **{}** fall inside", lambda r, m: count(INSIDE(r, "softmax"))),
     # how it was run
     ("This run took **{}** s", lambda r, m: num(r["run_wall_s"], 1)),
@@ -420,6 +421,7 @@ TOP = [
     ("runs, **{} %** of the forward", lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)),
     ("the T² ops already take **{} %**", lambda r, m: spread(r, m, lambda x: T2(x, 64), 1, 100)),
     ("β went from **{}** GB/s", lambda r, m: "{}** to **{}".format(*(num(v, 1) for v in ENDS(r, m, lambda x: x["beta"])))),
+    ("and the forward at T = 512 from **{}** ms. Each", lambda r, m: "{}** to **{}".format(*(ms(v) for v in ENDS(r, m, FWD)))),
     ("the committed run is **{}**.", lambda r, m: r["conditions"]["verdict"]),
 ]
 
@@ -543,10 +545,8 @@ PASSES_MOST = lambda x: all(PASS_RATIO(e) > 0.5 for e in x["softmax_passes"])  #
 SCALE_PART = lambda x: 0 < x["scores_steps_at_T_512"]["scale_s"] < (  # noqa: E731
     x["time_s"]["512"]["scores"] - x["time_s"]["512"]["av"])
 THREADS_PART = lambda x: 1 < THREAD_GAP(x, "one_thread_s") < THREAD_GAP(x, "all_threads_s")  # noqa: E731
-DRIFTED = lambda r, m: all(abs(DRIFT(r, m, f)) >= 0.5 for f in (  # noqa: E731  each with time, |rho| >= 0.5
-    lambda x: x["beta"], lambda x: x["ridge"], FWD))
-RIDGE_WITH_BETA = lambda r, m: DRIFTED(r, m) and DRIFT(r, m, lambda x: x["beta"]) * DRIFT(  # noqa: E731
-    r, m, lambda x: x["ridge"]) < 0  # the ridge moved as β did (π / β: the other way)
+DRIFTED = lambda r, m: all(abs(DRIFT(r, m, f)) >= 0.5 for f in (  # noqa: E731  the host's level: β and
+    lambda x: x["beta"], FWD))  # the forward, each with time (|rho| >= 0.5)
 FAULTS_OVER_1000 = lambda x: all(x["default_heap"][T]["page_faults_per_forward"] > 1000 for T in ("256", "512"))  # noqa
 DEAREST_AT = lambda x, Ts: all(  # noqa: E731  the dearest pass at these T as DEAREST says
     max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
@@ -579,8 +579,7 @@ CLAIMS = [
     (LABR, "(numpy runs the softmax on one thread)", lambda r, m: EVERY(r, m, SOFTMAX_ONE_THREAD)),
     (LABR, "threads copying", lambda r, m: EVERY(r, m, lambda x: x["beta_from"] == "all_cpus")),
     (LABR, "copies of their bytes cost far less", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
-    (LABR, "In every run and at every T, the passes together took closer to what the same calls take in cache than to "
-     "what copying their bytes takes",
+    (LABR, "lay closer to the same calls in cache than to copies of their bytes",
      lambda r, m: EVERY(r, m, IN_CACHE)),
     (LABR, "The dearest pass** is max at T = 64 and 128 and exp at T = 256 and 512",
      lambda r, m: MOST(r, m, DEAREST_AS_SAID)),
@@ -613,7 +612,7 @@ CLAIMS = [
      "cost in cache", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and PASSES_MOST(x))),
     ("README.md", "against the lab's expectation that the projections lead",
      lambda r, m: not SOME(r, m, lambda x: x["expected_observations_held"][0])),
-    ("README.md", "and the ridge moved with it", RIDGE_WITH_BETA),
+    ("README.md", "The host's level drifted over those minutes", DRIFTED),
 
     (REP, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
     (REP, "the host's level moved with time, and runs minutes apart with it", DRIFTED),
