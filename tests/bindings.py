@@ -76,10 +76,6 @@ def pct(v, decimals=1):
     return f"{100 * v:.{decimals}f}".replace("-", "−")
 
 
-def signed(v):
-    return f"{100 * v:+.1f}".replace("-", "−")
-
-
 def count(n):
     """A count in words up to twelve, in digits above, as the write-up spells counts."""
     return WORDS[n] if n < len(WORDS) else str(n)
@@ -549,7 +545,6 @@ DEAREST_AT = lambda x, Ts: all(  # noqa: E731  the dearest pass at these T as DE
     max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
     for e in x["softmax_passes"] if e["T"] in Ts)
 LAB_BYTES = lambda r: SP(r, 512)["passes_bytes"] / op(r, 512, "softmax")["bytes"]  # noqa: E731
-OBS_HELD = lambda r, m, i: n_runs(r, m, lambda x: x["expected_observations_held"][i])  # noqa: E731
 
 # Markers: a question left open, said in plain text; no claim, so no predicate: only present.
 MARKERS = [
