@@ -58,7 +58,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, from REPO
 
-# The lab's experiment.
+# The lab's experiment. A sixth op: OPS, FUSED or PROJECTIONS, Block A, op_cost and OP_ARRAYS.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
@@ -752,7 +752,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
 
 def softmax_against_roofs(row, ceilings):
     """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
-    (numpy runs it on one), and the roof of the level its data lives in."""
+    (numpy runs it on one), and the roof of the smallest level its working set fits in."""
     sm = row["ops"]["softmax"]
     roof = lambda beta: beta * sm["intensity"]  # noqa: E731
     return {"T": row["T"], **{k: sm[k] for k in ("GFLOPS", "intensity", "level",
@@ -790,7 +790,7 @@ def pass_floor(p):
 
 
 def softmax_pass_comparisons(rows, counted, d_model, n_heads):
-    """Block E's why, from controlled comparisons of the softmax's passes: per T and pass, ns per
+    """Block E's comparisons of the softmax's passes (rates, not causes): per T and pass, ns per
     element at T, in cache and as one thread's copy of its bytes (processes' medians, intervals)."""
     out = []
     for row in rows:
@@ -1232,9 +1232,9 @@ def pool_sweep(Ts, counted, default_heap_worker, min_time):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings' timing: each level's copy and pi, timed by Phase 1's method in the first
-# CEILING_WORKERS warm workers after their samples (the canary does not judge them), and estimated
-# on the fast side of their repeats, like the ops.
+# The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's method in
+# the first CEILING_WORKERS warm workers after their samples (make_plan sets their repeats; the
+# canary does not judge them), each the fast side of its repeats; ceilings_and_ridge takes them.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1345,8 +1345,8 @@ def rate_estimate(runs, key):
 
 
 def copy_estimate(runs):
-    """One level's copy, on one thread and, where measured, on all CPUs: each estimated over all its
-    repeats, the faster estimate the level's (not each repeat's better copy: that favours noise)."""
+    """One level's copy, on one thread and, where measured, on all CPUs, each estimated over all its
+    repeats; the faster of the two estimates is the level's (its interval as if not chosen)."""
     one = rate_estimate([r["1thread"] for r in runs], "GBps")
     alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
     best = alls if alls and alls["GBps"] > one["GBps"] else one
@@ -2189,7 +2189,7 @@ def report(results, out):
 
 
 def main(argv=None):
-    """A worker's task, --compare, --replot or a run; every error one line and an exit status."""
+    """A worker's task, --compare, --replot or a run; bad input or a failed run: one line."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv == ["--worker"]:  # a worker process of a run: task on stdin, result on stdout
         return worker_entry()
