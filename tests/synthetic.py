@@ -61,7 +61,6 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                 "processes": [f"warm {i + 1}" for i in range(len(process_multiples))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
-                "samples_below_min_time": 0, "shortest_sample_s": 0.05,
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": sum(secs.values()),
@@ -127,7 +126,7 @@ def drifted(results, manifest, beta, slower, start):
         e["sweep_softmax_ns_per_element"] *= slower
     for e in a["scores_steps"]:
         e["sweep_scores_s"] *= slower
-    a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"], c["ridge_interval"]),
+    a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"]),
              phase_27_preview=perf.phase_27_preview(keyed, d, h, c),
              softmax_at_T_512=perf.softmax_against_roofs(keyed, c))
     t0 = min(w["started"] for w in r["worker_processes"])

@@ -175,10 +175,8 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
     whole_worker(monkeypatch, [{}, {}, {"blas": 2.0}, {}])
     res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
-    own = res["canary"]["left_out"]["warm 2"].pop("own_estimates_s")  # beside, feeding nothing
     assert res["canary"]["left_out"] == {"warm 2": {"canary_part": "blas", "ratio": 2.0,
                                                     "other_ratio": 1.0}}
-    assert list(own) == ["64"] and set(own["64"]) == set(perf.OPS) and own["64"]["softmax"] > 0
     assert all(r["processes"] == ["warm 1", "warm 3"] for r in res["sweep"])
     assert all(len(r["ops"]["softmax"]["worker_times"]) == 2 for r in res["sweep"])
     # Quiet as far as the canary goes (the machine's own load, read for real, is not this test's).

@@ -29,14 +29,15 @@ def test_cost_model_by_hand_T512_and_lab_intensities():
     assert I["out_proj"] == pytest.approx(I["qkv_proj"])
 
 
-def test_thresholds_at_the_ridge_and_its_interval():
-    # d_k = 16, ridge 11.13 with interval 7.47-12.16: by the lab's formula only the low end
-    # gives a T, 4 * 16 * 7.47 / (16 - 2 * 7.47) = 451.0; the inequality as written gives none.
-    t = perf.thresholds(16, 11.13, [7.47, 12.16])
+def test_thresholds_at_the_ridge():
+    # d_k = 16: a ridge of 11.13 lies above both asymptotes, no T; one of 7.47 gives, by the lab's
+    # formula, 4 * 16 * 7.47 / (16 - 2 * 7.47) = 451.0, and by the inequality as written none.
+    t = perf.thresholds(16, 11.13)
     f = t["from_intensity_formula"]
-    assert f["T_threshold"] is None and f["at_ridge_high"] is None
-    assert f["at_ridge_low"] == pytest.approx(478.08 / 1.06)
-    assert t["from_inequality_as_written"]["T_threshold"] is None
+    assert f["T_threshold"] is None and t["from_inequality_as_written"]["T_threshold"] is None
+    low = perf.thresholds(16, 7.47)
+    assert low["from_intensity_formula"]["T_threshold"] == pytest.approx(478.08 / 1.06)
+    assert low["from_inequality_as_written"]["T_threshold"] is None
     assert (f["asymptotic_intensity"], t["from_inequality_as_written"]["asymptotic_intensity"]) == (8, 4)
 
 

@@ -697,13 +697,11 @@ def threshold_T(d_k, ridge, b):
     return None if d_k <= b * ridge else 4 * d_k * ridge / (d_k - b * ridge)
 
 
-def thresholds(d_k, ridge, ridge_interval):
-    """Block E's threshold T for scores and av by the lab's formula, at the ridge and at both
-    ends of its interval, and by its inequality as written."""
-    lo, hi = ridge_interval
+def thresholds(d_k, ridge):
+    """Block E's threshold T for scores and av at the ridge, by the lab's formula and by its
+    inequality as written."""
     return {"d_k": d_k, "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
-                "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2,
-                "at_ridge_low": threshold_T(d_k, lo, 2), "at_ridge_high": threshold_T(d_k, hi, 2)},
+                "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2},
             "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
 
@@ -773,7 +771,7 @@ def threading_windows(Ts, counted, keep=lambda sample: True):
             "one_thread", []) if keep(a := p["samples"][o["after"]]) and keep(o)]
         # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
-                            for k in TIMED_KEYS}
+                            for k in OPS}
         if matched:
             out.append({"T": T, "pairs": len(matched), **{key: median(f) for key, f in (
                 ("threads_over_one", lambda a, o: a / o), ("all_threads_s", lambda a, o: a),
@@ -840,7 +838,7 @@ def analyse(rows, cfg, ceilings, counted, windows):
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for r in rows},
-           "scores_av_threshold": thresholds(d // h, ceilings["ridge"], ceilings["ridge_interval"]),
+           "scores_av_threshold": thresholds(d // h, ceilings["ridge"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
            "scores_steps": scores_step_times(rows, counted, d, h),
@@ -1165,17 +1163,13 @@ def after_sample(task, i, forward_args, rec, canary):
         rec.setdefault("one_thread", []).append({**one, "after": len(rec["samples"]) - 1})
 
 
-def harness_figures(records, samples, min_time):
-    """What one T's samples say of the harness: samples under min_time, the timers' cost (timer
-    pairs), page faults a forward."""
+def harness_figures(records, samples):
+    """What one T's samples say of the harness: page faults a forward, the timers' cost (timer
+    pairs)."""
     forwards, faults = [s["n"] for s in samples], [p["faults"] for p in records]
-    with_one_thread = samples + [s for p in records for s in p.get("one_thread", [])]
-    out = {"samples_below_min_time": sum(s["batch_s"] < min_time for s in with_one_thread),
-           "shortest_sample_s": min(s["batch_s"] for s in with_one_thread),
-           "page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
+    out = {"page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
     if pair_ratios := [v for p in records for v in p.get("timer_ratios", [])]:
-        out.update(timer_pair_count=len(pair_ratios),
-                   **quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
+        out.update(quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
     return out
 
 
@@ -1195,19 +1189,15 @@ def slow_processes(warm_workers):
 
 
 def judge_processes(dflt, warm_workers):
-    """mark_samples, slow_processes: (the left out, own estimates from kept samples; the rest)."""
+    """mark_samples, slow_processes: (the left out; the rest)."""
     for w in [dflt] + warm_workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_samples(w, w["canary_reference"])
     left_out = slow_processes(warm_workers)
-    for w in (w for w in warm_workers if w["label"] in left_out):
-        left_out[w["label"]]["own_estimates_s"] = {T: {k: process_estimate([s[k] for s in own])
-            for k in OPS} for T, rec in w["by_T"].items()  # a T it kept none at: none
-            if (own := kept(rec["samples"]))}
     return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
-def pool_row(T, records, min_time):
+def pool_row(T, records):
     """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
     samples the canary kept, from the processes that kept any (none did: all, figures_from says)."""
     samples = [s for p in records for s in p["samples"]]
@@ -1215,19 +1205,17 @@ def pool_row(T, records, min_time):
     kept_by = {p["label"]: kept(p["samples"]) for p in records}
     feeding = {k: w for k, w in kept_by.items() if w} or {p["label"]: p["samples"] for p in records}
     return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
-            "samples_in_figures": sum(len(w) for w in feeding.values()),
-            "processes_without_kept_samples": [k for k, w in kept_by.items() if not w],
             "samples_set_aside": len(aside),
             "figures_from": "kept samples" if any(kept_by.values()) else
             "all samples: the canary kept none",
             "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
-            if aside else None, **harness_figures(records, samples, min_time)}
+            if aside else None, **harness_figures(records, samples)}
 
 
-def pool_sweep(Ts, counted, default_heap_worker, min_time):
+def pool_sweep(Ts, counted, default_heap_worker):
     """A row per T from the counted workers' samples, and one from the default-heap worker's."""
-    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws],  # noqa
-                                min_time) for T in Ts]
+    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
+                       for T in Ts]
     return rows(counted), rows([default_heap_worker])
 
 
@@ -1505,7 +1493,7 @@ def worker_job(task):
         ran = (blas_info() or [{}])[0].get("num_threads")
     return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
             "canary_readings": canary["readings"], "heap": heap,
-            "blas_threads": ran, "ended": time.time(), "pid": os.getpid(),
+            "blas_threads": ran, "ended": time.time(),
             "cpu_s": time.process_time()}
 
 
@@ -1828,7 +1816,7 @@ def worker_peak_bytes(Ts, d_model, n_heads, spec):
 
 def refuse_early(args, plan):
     """Refuse before measuring a run larger than the memory (this process and the largest worker;
-    the largest T that fits named) or an --out that takes no file. Returns the estimate (MiB)."""
+    the largest T that fits named) or an --out that takes no file."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
     if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
@@ -1850,7 +1838,6 @@ def refuse_early(args, plan):
     finally:
         for p in reversed(made):
             p.rmdir()
-    return estimate / 2**20
 
 
 def run_config(args, plan, threads):
@@ -1928,7 +1915,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
         "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{k: w[k] for k in "label pid started ended sampling_s preempted "
+        "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted "
                               "cpu_s".split()} for w in spawned],
         "canary": {"reference_s": [w["canary_reference"] for w in spawned],
                    "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
@@ -1946,11 +1933,12 @@ def run_lab(args, argv):
     run_t0, hardware = time.perf_counter(), machine_facts()
     threads, blas = thread_record(args.threads, hardware)
     plan = make_plan(args, hardware, threads)
-    hardware["run_memory_estimate_MiB"], given = refuse_early(args, plan), phase1_ceilings(args)
+    refuse_early(args, plan)
+    given = phase1_ceilings(args)
     dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
-    rows, default_rows = pool_sweep(args.T, counted, dflt, args.min_time)  # Block B
+    rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
     windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
     measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
     ceilings = ceilings_and_ridge(given, measured)
