@@ -58,7 +58,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, from REPO
 
-# The lab's experiment. A sixth op: OPS, FUSED or PROJECTIONS, Block A, op_cost and OP_ARRAYS.
+# The lab's experiment. A sixth op: OPS, FUSED or PROJECTIONS, the forwards, op_cost, OP_ARRAYS.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
