@@ -256,6 +256,19 @@ SHARE_WORDS = {0.5: "half", 0.75: "three quarters"}  # a limit the prose gives i
 
 
 # ----------------------------------------------------------------------------------------------
+# Figures more than one document quotes, each read one way
+RERUN_COUNT = lambda r, m: count(len(RERUNS))  # noqa: E731
+SOFTMAX_MEMORY = lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))  # noqa: E731
+SM_RANGE = lambda r, m: spread(r, m, SM_RATIO, 1, 100)  # noqa: E731
+UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)  # noqa: E731
+SM_SHARE = lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)  # noqa: E731
+BYTES_SAVED = lambda r, m: num(P27(r)["bytes_reduction"], 0)  # noqa: E731
+PAST_RIDGE = lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])  # noqa: E731
+BETA_RANGE = lambda r, m: spread(r, m, lambda x: x["beta"], 1)  # noqa: E731
+FWD_RANGE = lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)  # noqa: E731
+
+
+# ----------------------------------------------------------------------------------------------
 # The figures, per document
 
 def pass_row(p):
@@ -274,7 +287,7 @@ LAB = [
     # the title's paragraph
     ("holds across **{}** runs", N),
     ("made over **{}** minutes", MINUTES),
-    ("and its **{}** reruns", lambda r, m: count(len(RERUNS))),
+    ("and its **{}** reruns", RERUN_COUNT),
     # question 1
     ("the softmax is memory-bound at every T in **{}** of", lambda r, m: n_runs(
         r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
@@ -293,15 +306,15 @@ LAB = [
     ("(this run's: **{}**).", lambda r, m: num(THR(r)["T_threshold"], 1)),
     ("π stayed within ×**{}**,", lambda r, m: at_most(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
     ("β moved ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
-    ("(**{}** GB/s), and the ridge", lambda r, m: spread(r, m, lambda x: x["beta"], 1)),
+    ("(**{}** GB/s), and the ridge", BETA_RANGE),
     ("its rank correlation with β: **{}**)", lambda r, m: f"{np.corrcoef(*(rank([f(x) for x in RUNS(r, m)]) for f in (lambda x: x['beta'], lambda x: x['ridge'])))[0, 1]:.2f}".replace("-", "−")),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**, above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
     # question 2
-    ("the softmax ran at **{} %** of its memory roofline", lambda r, m: spread(r, m, SM_RATIO, 1, 100)),
+    ("the softmax ran at **{} %** of its memory roofline", SM_RANGE),
     ("across the **{}** runs: under", N),
-    ("under the lab's 10 % in **{}** of them", lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)),
+    ("under the lab's 10 % in **{}** of them", UNDER_10),
     ("on one thread): **{} %**.", lambda r, m: spread(r, m, SM_1T, 1, 100)),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(SM(r)["GFLOPS"], 2)),
     ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -326,10 +339,10 @@ LAB = [
     ("The lab counts **{} MB** at", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("add up to **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
     # question 3
-    ("would move **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
+    ("would move **{}** times fewer bytes", BYTES_SAVED),
     ("rising from **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}** FLOP/byte, past", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
-    ("past the ridge in **{}** of", lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])),
+    ("past the ridge in **{}** of", PAST_RIDGE),
     # expected observations
     ("dominate*: held in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][0])),
     ("(this run's: projections {} %,", lambda r, m: pct(OBS(r, 0)["projections_share"])),
@@ -361,8 +374,8 @@ LAB = [
     ("this run started **{}**th.", lambda r, m: str(POSITION(r, m))),
     ("**{}** runs called themselves quiet", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
-    ("moved with time: β ranged from **{}** GB/s", lambda r, m: spread(r, m, lambda x: x["beta"], 1)),
-    ("and the forward at T = 512 from **{}** ms, the", lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)),
+    ("moved with time: β ranged from **{}** GB/s", BETA_RANGE),
+    ("and the forward at T = 512 from **{}** ms, the", FWD_RANGE),
     ("the slowest being run **{}** in start order", lambda r, m: (lambda runs: str(1 + runs.index(max(runs, key=FWD))))(RUNS(r, m))),
     ("with the start time **{}**). A run's", lambda r, m: "** and **".join(
         f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
@@ -385,41 +398,41 @@ LAB = [
 ]
 
 TOP = [
-    ("its **{}** reruns, made", lambda r, m: count(len(RERUNS))),
+    ("its **{}** reruns, made", RERUN_COUNT),
     ("made one after another over **{}** minutes", MINUTES),
-    ("the softmax at every T in **{}** of", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
+    ("the softmax at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs;", N),
     ("memory-bound at T = 64 in **{}** runs", CLASS_COUNT(64, "memory")),
     ("compute-bound at T = 512 in **{}**.", CLASS_COUNT(512, "compute")),
-    ("it ran at **{} %** of its", lambda r, m: spread(r, m, SM_RATIO, 1, 100)),
-    ("under the lab's 10 % in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)),
-    ("with **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
-    ("past the ridge in **{}** runs", lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])),
+    ("it ran at **{} %** of its", SM_RANGE),
+    ("under the lab's 10 % in **{}** of the runs", UNDER_10),
+    ("with **{}** times fewer bytes", BYTES_SAVED),
+    ("past the ridge in **{}** runs", PAST_RIDGE),
     ("the largest op at every T in **{}** runs", lambda r, m: n_runs(
         r, m, lambda x: set(x["dominant_op_per_T"].values()) == {"softmax"})),
-    ("runs, **{} %** of the forward", lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)),
+    ("runs, **{} %** of the forward", SM_SHARE),
     ("the T² ops already take **{} %**", lambda r, m: spread(r, m, lambda x: T2(x, 64), 1, 100)),
-    ("β ranged from **{}** GB/s and the forward", lambda r, m: spread(r, m, lambda x: x["beta"], 1)),
-    ("at T = 512 from **{}** ms. Each", lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)),
+    ("β ranged from **{}** GB/s and the forward", BETA_RANGE),
+    ("at T = 512 from **{}** ms. Each", FWD_RANGE),
     ("the committed run is **{}**.", lambda r, m: r["conditions"]["verdict"]),
 ]
 
 REPORT = [
-    ("run and its **{}** reruns;", lambda r, m: count(len(RERUNS))),
-    ("at every T in **{}** of", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
+    ("run and its **{}** reruns;", RERUN_COUNT),
+    ("at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs.", N),
     ("compute-bound at T = 512 in **{}**", CLASS_COUNT(512, "compute")),
     ("memory-bound at T = 64 in **{}**.", CLASS_COUNT(64, "memory")),
-    ("the softmax ran at **{} %** of", lambda r, m: spread(r, m, SM_RATIO, 1, 100)),
-    ("under the lab's 10 % in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)),
-    ("took **{} %** of the forward", lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)),
-    ("would move **{}** times fewer bytes", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
+    ("the softmax ran at **{} %** of", SM_RANGE),
+    ("under the lab's 10 % in **{}** of the runs", UNDER_10),
+    ("took **{} %** of the forward", SM_SHARE),
+    ("would move **{}** times fewer bytes", BYTES_SAVED),
 ]
 
 SOLUTION = [
-    ("committed run and **{}** reruns", lambda r, m: count(len(RERUNS))),
+    ("committed run and **{}** reruns", RERUN_COUNT),
     ("made over **{}** minutes", MINUTES),
-    ("at every T (intensity 5/8) in **{}** of", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
+    ("at every T (intensity 5/8) in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("compute-bound at T = 512 in **{}**", CLASS_COUNT(512, "compute")),
@@ -431,11 +444,11 @@ SOLUTION = [
     ("β of {} GB/s, a ridge", lambda r, m: "{}–{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
     ("above {}, so expect", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
-    ("in the reference, **{} %** of its", lambda r, m: spread(r, m, SM_RATIO, 1, 100)),
-    ("under 10 % in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)),
+    ("in the reference, **{} %** of its", SM_RANGE),
+    ("under 10 % in **{}** of the runs", UNDER_10),
     ("and from T = {} a working set", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     ("past its {} MiB L3", lambda r, m: str(LAP(r)["caches_bytes"]["L3"] >> 20)),
-    ("**{}** times fewer bytes for", lambda r, m: num(P27(r)["bytes_reduction"], 0)),
+    ("**{}** times fewer bytes for", BYTES_SAVED),
     ("from an intensity of **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("{} fresh warm worker processes", lambda r, m: WORDS[r["config"]["workers"]]),
@@ -457,8 +470,8 @@ SOLUTION = [
         for k in OPS), 2)),
     ("across its **{}** runs", N),
     ("over its runs' **{}** minutes", MINUTES),
-    ("minutes β ranged from **{}** GB/s", lambda r, m: spread(r, m, lambda x: x["beta"], 1)),
-    ("and the forward at T = 512 from **{}** ms, each", lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)),
+    ("minutes β ranged from **{}** GB/s", BETA_RANGE),
+    ("and the forward at T = 512 from **{}** ms, each", FWD_RANGE),
     ("(the reference's took **{} s**)", lambda r, m: num(r["run_wall_s"], 1)),
     ("measurements of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
