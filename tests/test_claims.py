@@ -115,7 +115,7 @@ def falls(holds, mutate):
     return not holds(r, m)  # a crash is no falsification: it errors the test
 
 
-@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=lambda c: str(c)[:40])
+@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=[f"{n}:{p[:40]}" for n, p, _ in CLAIMS])
 def test_every_claim_fails_on_some_run_that_could_have_been(name, phrase, holds, reruns_restored):
     bindings.use_reruns(RERUNS)
     assert holds(RESULTS, MANIFEST)

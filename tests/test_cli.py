@@ -134,7 +134,7 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     # is read back against the estimate: that T fits, the next does not.
     fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
     spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
-    need = lambda T: perf.worker_peak_bytes([64, T], 64, 4, spec)  # noqa: E731
+    need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731
     available = psutil.virtual_memory().available  # read again: the machine's memory moves
     assert fits % 64 == 0 and need(fits) < 1.05 * available < need(fits + 64) * 1.1
 
@@ -164,7 +164,7 @@ def test_the_memory_estimate_bounds_a_worker_s_arrays_and_no_more_than_a_fifth_o
     assert proc.returncode == 0, proc.stderr
     peak = int(proc.stdout)
     spec = {"levels": {"DRAM": {"bytes": 1 << 20}}, "matmul_n": 64}  # no ceilings' part
-    estimate = perf.worker_peak_bytes([T], 64, 4, spec) - perf.WORKER_BASE_BYTES
+    estimate = perf.worker_memory_bytes([T], 64, 4, spec) - perf.WORKER_BASE_BYTES
     assert peak <= estimate <= 1.2 * peak, (peak / 2**20, estimate / 2**20)
 
 

@@ -151,7 +151,7 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     # What the cap is for: a default run's worker on that server, its 2048² matmul included,
     # stays under 512 MiB.
     spec = {"levels": srv, "matmul_n": 2048}
-    assert perf.worker_peak_bytes(list(perf.T_SWEEP), 64, 4, spec) < 1 << 29
+    assert perf.worker_memory_bytes(list(perf.T_SWEEP), 64, 4, spec) < 1 << 29
     # No cache described: DRAM alone; --quick's small DRAM copy, checked at half its size.
     assert list(perf.copy_levels({"caches": {}})) == ["DRAM"]
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]

@@ -56,13 +56,13 @@ def test_no_number_in_the_prose_is_unbound(name):
     assert loose == [], f"{name}: numbers that no phrase binds"
 
 
-@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=lambda c: str(c)[:40])
+@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=[f"{n}:{p[:40]}" for n, p, _ in CLAIMS])
 def test_every_quantitative_word_is_true_of_the_committed_run(name, phrase, holds):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
     assert holds(RESULTS, MANIFEST), f"{name}: {phrase!r} is not true of the committed run"
 
 
-@pytest.mark.parametrize("name,phrase", MARKERS, ids=lambda c: str(c)[:40])
+@pytest.mark.parametrize("name,phrase", MARKERS, ids=[f"{n}:{p[:40]}" for n, p in MARKERS])
 def test_every_open_question_is_said(name, phrase):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
 

@@ -177,7 +177,7 @@ def copy_workers(levels, check, matmul=100.0):
             for i in range(len(check))]
 
 
-SPEC = {"copy_threads": 2, "matmul_n": 600, "levels": {
+SPEC = {"copy_threads": 2, "matmul_n": 600, "time_pi": True, "levels": {
     "L2": {"capacity_bytes": 128 << 10, "bytes": 64 << 10, "shared": False},
     "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True},
     "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
@@ -247,6 +247,22 @@ def test_ridge_interval_by_hand():
     # Phase 1 gives one number each: no interval, the ridge is a point.
     assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_interval"] == [250 / 15] * 2
     assert given["source"] == "phase1" and given["levels"] == {}
+
+
+def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_run_s():
+    # time_ceilings on a tiny plan: the copies timed, the matmul only when pi is not given.
+    tiny = {"copy_threads": 1, "matmul_n": 16, "reps": 1, "cache_reps": 1, "levels": {
+        "DRAM": {"capacity_bytes": None, "bytes": 64 << 10, "shared": True, "check_bytes": 0}}}
+    assert perf.time_ceilings({**tiny, "time_pi": True}, 1e-4)["matmul"]
+    untimed = perf.time_ceilings({**tiny, "time_pi": False}, 1e-4)
+    assert not untimed["matmul"] and untimed["copy"]["DRAM"]["1thread"]
+    # Combined without pi, then Phase 1's pi and beta take their place; the copies' levels stay.
+    levels = {"L2": [(20, None)] * 5, "L3": [(40, 44)] * 5, "DRAM": [(20, 30)] * 5}
+    c = perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in copy_workers(
+        levels, [29] * 5)], [], {**SPEC, "time_pi": False})
+    assert c["pi_peak_GFLOPS"] is None and c["levels"]["DRAM"]["GBps_1thread"] == 20
+    given = perf.ceilings_and_ridge({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0}, c)
+    assert given["ridge"] == pytest.approx(250 / 15) and given["levels"] == c["levels"]
 
 
 def mixture_median(share, slow, sigma):

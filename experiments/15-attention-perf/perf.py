@@ -7,15 +7,18 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it: workers, the canary, the ceilings' timing, the verdict, --compare, the command line;
-run_lab conducts a run. Where to look:
-- one op's time: attention_forward_timed; a sample: sample_forwards (Blocks A, B); what the
-  harness adds to it, the canary's pair and ratio: watched, mark_samples (the canary's section);
-- time_s and its interval: Block B's statistic (summarize); which samples and processes feed it:
-  the canary's section (set_aside, slow_processes, pool_row);
-- the ops: OPS and the functions of Block A, their costs op_cost and OP_ARRAYS (Block D);
-- quiet or disturbed: the verdict's section (its banner names its inputs), judge_run;
-- beta and pi: the ceilings' section (Phase 1's, or timed), then ceilings_and_ridge (Block D).
+calls it: the machine, the ceilings, the ops taken apart, the canary, the verdict, the workers,
+a run (run_lab), --compare, the command line. Where to look, two places at most:
+- one op's time and what a sample holds: Blocks A and B, one after the other
+  (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and the
+  canary's section (watched, mark_samples: what the harness adds to a sample);
+- time_s and its interval: Block B (summarize), and the canary's section (which samples and
+  processes feed it: set_aside, slow_processes, pool_row);
+- the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D
+  (op_cost; OP_ARRAYS, their working sets);
+- quiet or disturbed: the canary's section and the verdict's, one after the other (judge_run);
+- beta and pi: the ceilings' section (read_ceilings; else ceiling_plan, time_ceilings,
+  combine_ceilings), and Block D (ceilings_and_ridge: the ridge).
 """
 
 import argparse
@@ -58,16 +61,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PHASE1_MANIFEST = "experiments/01-roofline/manifest.json"  # the lab's depends_on, from REPO
 
-# The lab's experiment. A sixth op: OPS, FUSED or PROJECTIONS, the forwards, op_cost, OP_ARRAYS.
-OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
-TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
-FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
-PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
+# The lab's sweep, and the T that its keys and Phase 27's preview name.
 T_SWEEP = (64, 128, 256, 512)
 FOCUS_T = 512  # the lab's T of focus: its keys' (*_at_T_512), Phase 27's preview's, float64 exp's
 KEYED = f"_at_T_{FOCUS_T}"  # those keys' suffix, as the lab spells it
-LAB_LAPTOP = {"caches_bytes": {"L3": 6 << 20},
-              "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
 
 
 class UsageError(Exception):
@@ -87,6 +84,12 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
+# The ops. A sixth op touches these, its function, the two forwards below, and its cost in Block D
+# (op_cost, and OP_ARRAYS for its working set).
+OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
+TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
+FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
+PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
 
 
 def init_mha(d_model=64, n_heads=4, seed=0):
@@ -187,10 +190,12 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks). A sample, one measurement of the sweep: a batch of timed forwards; it holds, per
-# key of TIMED_KEYS, one forward's seconds (its forwards' sum / n); n; batch_s, the batch's wall
-# time; and what the harness's `batch` hook adds. The processes share each T's samples, one of
-# every T a round (--min-time, --samples, --workers; PROFILES).
+# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per key of
+# TIMED_KEYS, one forward's seconds (its forwards' sum / n); n; batch_s, its wall time; and what
+# the harness adds (Part II, the canary's section): canary_pair, the canary's readings just before
+# and just after it (the run_batch hook, watched), then canary_ratio, which decides whether it
+# feeds the figures (mark_samples); a sample on one BLAS thread, `after`, the index of the sample
+# on all threads it follows. The processes share each T's samples, one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -204,21 +209,22 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
             return n, elapsed * 1e-9
 
 
-def sample_forwards(x, mha, mask, min_time, batch=None):
-    """One sample (as the banner above says). `batch(fn, min_time)`, the harness's, runs the batch
-    in run_for's place and returns (n, seconds, {what it adds to the sample})."""
+def sample_forwards(x, mha, mask, min_time, run_batch=None):
+    """One sample (as the banner above says). `run_batch(fn, min_time)`, the harness's, runs the
+    batch in run_for's place and returns (n, seconds, {what it adds to the sample})."""
     forwards = []
     call = lambda: forwards.append(attention_forward_timed(x, mha, mask))  # noqa: E731
-    n, batch_s, added = batch(call, min_time) if batch else (*run_for(call, min_time), {})
+    n, batch_s, added = run_batch(call, min_time) if run_batch else (*run_for(call, min_time), {})
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
             "batch_s": batch_s, **added}
 
 
-def take_samples(task, mha, batch=None, around=contextlib.nullcontext, after=None):
-    """One process's samples_each_T samples of every T, each T after one untimed forward: in rounds
-    of every T in a rotating order, meant to spread a slow episode over every T (else each T in
-    turn). The harness's hooks: `batch` (sample_forwards'), `around(record)` a context around each
-    sample, `after(i, (x, mha, mask), record)` after sample i of a T. {T: {"samples": [...]}}."""
+def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after=None):
+    """One process's samples_each_T samples of every T, each T after one untimed forward (the
+    warm-up): in rounds of every T in a rotating order, meant to spread a slow episode over every T
+    (else each T in turn). The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a
+    context around each sample, `after(i, (x, mha, mask), record)` after sample i of a T.
+    {T: {"samples": [...]}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
@@ -228,9 +234,9 @@ def take_samples(task, mha, batch=None, around=contextlib.nullcontext, after=Non
     for i, T in schedule:  # i: the sample's round, its index among its T's
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
-            attention_forward(x, mha, mask)  # first-touch faults, BLAS threads started
+            attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS threads
         with around(rec):
-            rec["samples"].append(sample_forwards(x, mha, mask, min_time, batch))
+            rec["samples"].append(sample_forwards(x, mha, mask, min_time, run_batch))
         if after:
             after(i, (x, mha, mask), rec)
     return {str(T): rec for T, rec in out.items()}
@@ -281,9 +287,9 @@ def process_groups(estimates):
     return [[float(np.median(x[:i])), i], [float(np.median(x[i:])), len(x) - i]]
 
 
-def process_estimate(samples):
+def process_estimate(times):
     """A process's estimate of an op: the PROCESS_QUANTILE of its times (noise assumed to add)."""
-    return float(np.percentile(samples, 100 * PROCESS_QUANTILE))
+    return float(np.percentile(times, 100 * PROCESS_QUANTILE))
 
 
 def summarize(by_process):
@@ -408,9 +414,9 @@ def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for op in OPS:
-        h = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
-        ax.bar(x, h, 0.5, bottom=bottom, color=COLORS[op])
-        bottom += h
+        ms = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
+        ax.bar(x, ms, 0.5, bottom=bottom, color=COLORS[op])
+        bottom += ms
     default_rows = [default_heap.get(r["T"]) for r in rows]
     heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in default_rows])
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
@@ -575,12 +581,13 @@ def ring_sizes(points):
     """Ring diameters (points), RING_STEP times larger per T; rings on one spot nest, never hide."""
     sizes = []
     for j, (x, y, i) in enumerate(points):
-        d = RING_FIRST * RING_STEP**i
+        diameter = RING_FIRST * RING_STEP**i
         near_sizes = [sizes[k] for k, (a, b, _) in enumerate(points[:j]) if
                       abs(math.log10(a / x)) < RING_NEAR and abs(math.log10(b / y)) < RING_NEAR]
-        while clash := [s for s in near_sizes if d / RING_STEP * 1.001 < s < d * RING_STEP * 0.999]:
-            d = RING_STEP * max(clash)
-        sizes.append(d)
+        while clash := [s for s in near_sizes
+                        if diameter / RING_STEP * 1.001 < s < diameter * RING_STEP * 0.999]:
+            diameter = RING_STEP * max(clash)
+        sizes.append(diameter)
     return sizes
 
 
@@ -656,7 +663,7 @@ def plot_roofline(res):
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
-    roofs = [(h, h.get_label()) for h in draw_roofs(ax, res, xs)]
+    roofs = [(handle, handle.get_label()) for handle in draw_roofs(ax, res, xs)]
     points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
     entries = points + [
         (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
@@ -704,6 +711,10 @@ def thresholds(d_k, ridge):
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2},
             "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
+
+
+LAB_LAPTOP = {"caches_bytes": {"L3": 6 << 20},
+              "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
 
 
 def on_lab_laptop(d_model, n_heads):
@@ -779,14 +790,6 @@ def threading_windows(Ts, counted, keep=lambda sample: True):
     return out
 
 
-def pass_floor(p):
-    """The larger of a pass's two floors, their intervals apart: "copy" (a copy of its bytes),
-    "in cache" (the same call in cache: arithmetic, loop, fresh output); else "unresolved"."""
-    (cache_lo, cache_hi), (copy_lo, copy_hi) = p["in_cache_ns_per_element_interval"], \
-        p["copy_ns_per_element_interval"]
-    return "copy" if copy_lo > cache_hi else "in cache" if cache_lo > copy_hi else "unresolved"
-
-
 def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     """Block E's comparisons of the softmax's passes (rates, not causes): per T and pass, ns per
     element at T, in cache and as one thread's copy of its bytes (processes' medians, intervals)."""
@@ -802,8 +805,11 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
-        for entry in passes:
-            entry["larger_floor"] = pass_floor(entry)
+        for e in passes:  # the larger of its two floors, their intervals apart, else unresolved
+            (cache_lo, cache_hi), (copy_lo, copy_hi) = (e[f"{k}_ns_per_element_interval"]
+                                                        for k in ("in_cache", "copy"))
+            e["larger_floor"] = "copy" if copy_lo > cache_hi else "in cache" \
+                if cache_lo > copy_hi else "unresolved"
         out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
                     "passes": passes,
                     "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
@@ -1051,178 +1057,9 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The canary, and which samples and processes feed the figures: the canary, a small fixed workload,
-# is read between every two samples of a worker (watched); a sample it read slow before and after
-# is set aside (mark_samples, set_aside), a process it read slow nearly all its life left out
-# (slow_processes); pool_row pools what is kept. timer_cost_ratio prices the timers.
-
-def make_canary():
-    """The canary: one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul),
-    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
-    rng = np.random.default_rng(0)
-    z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
-    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
-
-    def read():
-        reading = {}
-        for name, (fn, repeats) in parts.items():
-            fn()
-            t0 = time.perf_counter_ns()
-            for _ in range(repeats):
-                fn()
-            reading[name] = (time.perf_counter_ns() - t0) * 1e-9
-        return reading
-    return {"read": read, "last": (first := read()), "readings": [first]}
-
-
-def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) on `blas_threads` between two readings of the canary, never during it: (calls,
-    seconds, {"canary_pair": [before, after]}); the after is the next batch's before."""
-    before = canary["last"]
-    with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
-        n, seconds = run_for(fn, min_time)
-    canary["last"] = canary["read"]()
-    canary["readings"].append(canary["last"])
-    return n, seconds, {"canary_pair": [before, canary["last"]]}
-
-
-REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
-                          # all BLAS threads, judges whole processes only)
-BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this much over its
-                          # process's reference around it (set by hand)
-PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
-                          # exceeds the others' PEER_QUANTILE this much (set by hand)
-PEER_QUANTILE = 0.25      # the others' fast side, not their median, so that a slow half of the
-                          # processes cannot be the yardstick that keeps them (set by hand)
-
-
-def canary_quantile(readings, q):
-    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
-    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
-    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
-
-
-def mark_samples(worker, reference):
-    """Each sample of a worker (one-thread ones too) gets canary_ratio: BATCH_PART at the faster of
-    its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
-    for sample in (s for rec in worker["by_T"].values()
-                   for s in rec["samples"] + rec.get("one_thread", [])):
-        before, after = sample["canary_pair"]
-        sample["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
-
-
-def set_aside(sample):
-    """A sample the canary sets aside from the figures (mark_samples gave it canary_ratio)."""
-    return sample["canary_ratio"] > BATCH_SLOW
-
-
-def kept(samples):
-    """The samples the canary keeps for the figures: those it does not set aside."""
-    return [s for s in samples if not set_aside(s)]
-
-
-@contextlib.contextmanager
-def machine_around(rec, clock):
-    """What the machine did around one sample: page faults into its T's record (None where the OS
-    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
-    f0 = page_faults()
-    yield
-    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
-
-
-TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
-                           # beside an untimed one: what the timers cost (timer_cost_ratio)
-
-
-def timer_cost_ratio(x, mha, mask, m, first):
-    """What the timers cost: the median of m timed/untimed forwards, each pair's order alternating
-    forward by forward (assumed: a drift slows both alike)."""
-    now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
-    ratios = []
-    for j in range(m):
-        secs = {}
-        for f in forwards[::1 if (first + j) % 2 else -1]:
-            t0 = now()
-            f(x, mha, mask)
-            secs[f] = now() - t0
-        ratios.append(secs[forwards[0]] / secs[forwards[1]])
-    return float(np.median(ratios))
-
-
-def after_sample(task, i, forward_args, rec, canary):
-    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
-    forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
-    if task["timer_pairs"]:
-        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
-        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
-    if i in task["one_thread_rounds"]:
-        one = sample_forwards(*forward_args, task["min_time"],
-                              lambda fn, t: watched(fn, t, canary, 1))
-        rec.setdefault("one_thread", []).append({**one, "after": len(rec["samples"]) - 1})
-
-
-def harness_figures(records, samples):
-    """What one T's samples say of the harness: page faults a forward, the timers' cost (timer
-    pairs)."""
-    forwards, faults = [s["n"] for s in samples], [p["faults"] for p in records]
-    out = {"page_faults_per_forward": None if None in faults else sum(faults) / sum(forwards)}
-    if pair_ratios := [v for p in records for v in p.get("timer_ratios", [])]:
-        out.update(quantile_estimate([v - 1 for v in pair_ratios], "instrumentation_overhead"))
-    return out
-
-
-def slow_processes(warm_workers):
-    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
-    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
-    out = {}
-    for i, w in enumerate(warm_workers):
-        others = warm_workers[:i] + warm_workers[i + 1:]
-        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
-                                             PEER_QUANTILE))
-                  for p, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
-                               "other_ratio": min(ratios.values())}
-    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
-
-
-def judge_processes(dflt, warm_workers):
-    """mark_samples, slow_processes: (the left out; the rest)."""
-    for w in [dflt] + warm_workers:
-        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
-        mark_samples(w, w["canary_reference"])
-    left_out = slow_processes(warm_workers)
-    return left_out, [w for w in warm_workers if w["label"] not in left_out]
-
-
-def pool_row(T, records):
-    """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
-    samples the canary kept, from the processes that kept any (none did: all, figures_from says)."""
-    samples = [s for p in records for s in p["samples"]]
-    aside = [s for s in samples if set_aside(s)]
-    kept_by = {p["label"]: kept(p["samples"]) for p in records}
-    feeding = {k: w for k, w in kept_by.items() if w} or {p["label"]: p["samples"] for p in records}
-    return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
-            "samples_set_aside": len(aside),
-            "figures_from": "kept samples" if any(kept_by.values()) else
-            "all samples: the canary kept none",
-            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
-            if aside else None, **harness_figures(records, samples)}
-
-
-def pool_sweep(Ts, counted, default_heap_worker):
-    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
-    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
-                       for T in Ts]
-    return rows(counted), rows([default_heap_worker])
-
-
-# ----------------------------------------------------------------------------------------------
 # The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's method in
-# the first CEILING_WORKERS warm workers after their samples (make_plan sets their repeats; the
-# canary does not judge them), each the fast side of its repeats; ceilings_and_ridge takes them.
+# the first CEILING_WORKERS warm workers after their samples (ceiling_plan; the canary does not
+# judge them), each the fast side of its repeats; Block D's ceilings_and_ridge takes them.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1308,6 +1145,21 @@ def copy_levels(hardware, dram_bytes=None):
                               "past_llc": dram > llc, "check_bytes": dram // 2}}
 
 
+CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
+
+
+def ceiling_plan(profile, hardware, n_warm, time_pi):
+    """What the first CEILING_WORKERS warm workers time, after their samples, and how many of them
+    there are: the copies of copy_levels and (time_pi: no Phase 1 pi given) pi's matmul, each
+    one's repeats shared among them. The copies are timed even beside Phase 1's beta: the cache
+    levels' roofs and one thread's DRAM copy are this run's alone."""
+    n_ceiling = min(n_warm, CEILING_WORKERS)
+    return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
+            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
+            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
+            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}, n_ceiling
+
+
 def time_ceilings(spec, min_time):
     """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
     and, `shared` (the LLC's size), on all CPUs; pi's matmul. The canary does not judge them."""
@@ -1322,7 +1174,8 @@ def time_ceilings(spec, min_time):
             halves = [b[:lv["check_bytes"] // 8] for b in buffers]
             out["copy_check"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
         buffers = halves = None  # freed before the next level's are made: one at a time
-    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)}
+    return {**out, "matmul": spec["time_pi"] and matmul_rates(spec["matmul_n"], spec["reps"],
+                                                              min_time)}
 
 
 def rate_estimate(runs, key):
@@ -1359,7 +1212,8 @@ def combine_ceilings(counted, warm_workers, spec):
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+    pi = dict.fromkeys(("GFLOPS", "GFLOPS_interval", "GFLOPS_interval_coverage", "repeats")) \
+        if not spec["time_pi"] else rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
     flops, n_bytes = matmul_cost(n := spec["matmul_n"])
     return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
             "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
@@ -1432,189 +1286,171 @@ def calls_at(T, task, mha):
 
 
 # ----------------------------------------------------------------------------------------------
-# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, the canary read
-# between every two of their batches; then the passes, its copies and its ceiling repeats) and only
-# measures; the parent plans and spawns them one after another (--in-process: runs each job
-# itself, for tests) and never measures.
+# The canary, and which samples and processes feed the figures: the canary, a small fixed workload,
+# is read between every two samples of a worker (watched); a sample it read slow before and after
+# is set aside (mark_samples, set_aside), a process it read slow nearly all its life left out
+# (slow_processes); pool_row pools what is kept. timer_cost_ratio prices the timers.
 
-def keep_heap():
-    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
-    mallopt = glibc_malloc()
-    if mallopt is None:
-        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
-    M_TRIM_THRESHOLD, M_MMAP_MAX, most = -1, -4, 2**31 - 1  # mallopt takes a C int
-    if not (mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1):
-        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
-    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+def make_canary():
+    """The canary: one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul),
+    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
+    rng = np.random.default_rng(0)
+    z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
+    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
 
-
-PROFILES = {  # a run's plan: ceiling_repeats, beta's and pi's; cache_repeats, the other copies
-    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6,
-             "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
-HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
-WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
-HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
-CEILING_WORKERS = 5      # the first warm workers also time the ceilings
+    def read():
+        reading = {}
+        for name, (fn, repeats) in parts.items():
+            fn()
+            t0 = time.perf_counter_ns()
+            for _ in range(repeats):
+                fn()
+            reading[name] = (time.perf_counter_ns() - t0) * 1e-9
+        return reading
+    return {"read": read, "last": (first := read()), "readings": [first]}
 
 
-def worker_timeout(task):
-    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times the sampling
-    its task asks for, at least WORKER_TIMEOUT_S."""
-    sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
-        "n_heads"]).values()) / (HANG_GFLOPS * 1e9)) for T in task["T_sweep"]]
-    return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
+def watched(fn, min_time, canary, blas_threads=None):
+    """run_for(fn) on `blas_threads` between two readings of the canary, never during it: (calls,
+    seconds, {"canary_pair": [before, after]}); the after is the next batch's before."""
+    before = canary["last"]
+    with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
+        n, seconds = run_for(fn, min_time)
+    canary["last"] = canary["read"]()
+    canary["readings"].append(canary["last"])
+    return n, seconds, {"canary_pair": [before, canary["last"]]}
 
 
-def worker_job(task):
-    """A worker's whole job, in a fresh process or (--in-process) here; gc off while it measures
-    (a collection would be timed as an op, in the samples and the passes alike)."""
-    heap = keep_heap() if task["heap_mode"] == "warm" else {
-        "mode": "default", "control": "the allocator's defaults"}
-    mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
-    with threadpool_limits(task["threads_imposed"], user_api="blas"):
-        canary = make_canary()
-        gc.disable()
-        try:
-            switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            clock = {"dirs": CPUFREQ(), "MHz": []}  # found once; VM: none
-            by_T = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
-                                lambda rec: machine_around(rec, clock),
-                                lambda i, args, rec: after_sample(task, i, args, rec, canary))
-            sampled = {"by_T": by_T, "started": started,
-                       "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
-                       "preempted": None if switches is None else preemptions() - switches}
-            calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
-            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
-        finally:
-            gc.enable()
-        ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
-            "canary_readings": canary["readings"], "heap": heap,
-            "blas_threads": ran, "ended": time.time(),
-            "cpu_s": time.process_time()}
+REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
+BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
+                          # all BLAS threads, judges whole processes only)
+BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this much over its
+                          # process's reference around it (set by hand)
+PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
+                          # exceeds the others' PEER_QUANTILE this much (set by hand)
+PEER_QUANTILE = 0.25      # the others' fast side, not their median, so that a slow half of the
+                          # processes cannot be the yardstick that keeps them (set by hand)
 
 
-def worker_entry():
-    """`perf.py --worker`: a task (JSON) on stdin, its result alone on stdout; bad task: exit 2."""
-    try:
-        task = json.loads(sys.stdin.read())
-        if not isinstance(task, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as e:  # a JSONDecodeError too
-        print(f"perf.py --worker: bad task: {e}", file=sys.stderr)
-        return 2
-    try:
-        sys.stdout.write(json.dumps(worker_job(task)))
-    except KeyError as e:  # a key make_plan writes, missing: the task fails where it is read
-        if e.args[0] in task:
-            raise
-        print(f"perf.py --worker: bad task: no {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
-        return 130
-    return 0
+def canary_quantile(readings, q):
+    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
+    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
+    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
-class RunError(Exception):
-    """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
+def mark_samples(worker, reference):
+    """Each sample of a worker (one-thread ones too) gets canary_ratio: BATCH_PART at the faster of
+    its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
+    for sample in (s for rec in worker["by_T"].values()
+                   for s in rec["samples"] + rec.get("one_thread", [])):
+        before, after = sample["canary_pair"]
+        sample["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
 
 
-def spawn_one(task, in_process, timeout):
-    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception
-    (Ctrl-C too) the worker is killed and reaped first."""
-    if in_process:
-        return worker_job(task)
-    env = dict(os.environ)
-    if task["threads_imposed"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
-        env.update(dict.fromkeys(THREAD_VARS, str(task["threads_imposed"])))
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-    try:
-        stdout, stderr = proc.communicate(json.dumps(task), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise RunError(f"worker {task['label']} gave no result within {timeout:.0f} s") from None
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if proc.returncode != 0:
-        last = (stderr.strip().splitlines() or ["no message"])[-1]
-        raise RunError(f"worker {task['label']} failed (exit {proc.returncode}): {last}")
-    try:
-        return json.loads(stdout)
-    except json.JSONDecodeError:
-        raise RunError(f"worker {task['label']} wrote no result") from None
+def set_aside(sample):
+    """A sample the canary sets aside from the figures (mark_samples gave it canary_ratio); the
+    others it keeps."""
+    return sample["canary_ratio"] > BATCH_SLOW
 
 
-def make_plan(args, hardware, threads):
-    """Everything the workers will do, fixed before the first starts (default-heap worker first)."""
-    prof = args.profile
-    per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
-    n_warm = min(args.workers or prof["worker_count"], per_T)
-    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
-    # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
-    one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    n_ceiling = min(n_warm, CEILING_WORKERS)  # how many warm workers time the ceilings
-    spec = {"levels": copy_levels(hardware, prof["dram_bytes"]), "copy_threads":
-            hardware["logical_cpus"], "reps": math.ceil(prof["ceiling_repeats"] / n_ceiling),
-            "cache_reps": math.ceil(prof["cache_repeats"] / n_ceiling),
-            "matmul_n": prof["matmul_n"]}
-    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
-    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
-            "min_time": args.min_time, "threads_imposed": threads["imposed"],
-            "cache_budget_bytes": l2 // 2}
-    dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-                 "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
-                 "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
-    warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "samples_each_T": each_T, "ceiling_spec": spec if i < n_ceiling else None,
-                   "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
-                   "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
-                  for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks, "ceiling_spec": spec}
+@contextlib.contextmanager
+def machine_around(rec, clock):
+    """What the machine did around one sample: page faults into its T's record (None where the OS
+    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
+    f0 = page_faults()
+    yield
+    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
+    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
 
 
-def machine_load(own_pids):
-    """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
-    other readable process by pid, with its name (never its arguments) and start."""
-    t = psutil.cpu_times()
-    busy = sum(getattr(t, f, 0.0) for f in "user nice system irq softirq interrupt dpc".split())
-    steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
-    procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
-             for p in psutil.process_iter(["name", "cpu_times", "create_time"])
-             if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
-    return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
-            "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
+TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
+                           # beside an untimed one: what the timers cost (timer_cost_ratio)
 
 
-def spawn_all(plan, in_process):
-    """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
-    the machine's load before and after them, this run's own CPU seconds in between)."""
-    start, done = time.perf_counter(), []
-    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
-    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    load, own0 = [machine_load({os.getpid()})], own()
-    for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
-            f"{task['T_sweep']}")
-        done.append(spawn_one(task, in_process, worker_timeout(task)))
-        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
-    load.append(machine_load({os.getpid()}))
-    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
-                                if os.name == "nt" and not in_process else 0)
-    return done[0], done[1:], load, own_cpu_s
+def timer_cost_ratio(x, mha, mask, m, first):
+    """What the timers cost: the median of m timed/untimed forwards, each pair's order alternating
+    forward by forward (assumed: a drift slows both alike)."""
+    now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
+    ratios = []
+    for j in range(m):
+        secs = {}
+        for f in forwards[::1 if (first + j) % 2 else -1]:
+            t0 = now()
+            f(x, mha, mask)
+            secs[f] = now() - t0
+        ratios.append(secs[forwards[0]] / secs[forwards[1]])
+    return float(np.median(ratios))
+
+
+def after_sample(task, i, forward_args, rec, canary):
+    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
+    forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
+    if task["timer_pairs"]:
+        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
+        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
+    if i in task["one_thread_rounds"]:
+        one = sample_forwards(*forward_args, task["min_time"],
+                              lambda fn, t: watched(fn, t, canary, 1))
+        rec.setdefault("one_thread", []).append({**one, "after": len(rec["samples"]) - 1})
+
+
+def slow_processes(warm_workers):
+    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
+    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
+    out = {}
+    for i, w in enumerate(warm_workers):
+        others = warm_workers[:i] + warm_workers[i + 1:]
+        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
+                                             PEER_QUANTILE))
+                  for p, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
+                               "other_ratio": min(ratios.values())}
+    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
+
+
+def judge_processes(dflt, warm_workers):
+    """mark_samples, slow_processes: (the left out; the rest)."""
+    for w in [dflt] + warm_workers:
+        w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
+        mark_samples(w, w["canary_reference"])
+    left_out = slow_processes(warm_workers)
+    return left_out, [w for w in warm_workers if w["label"] not in left_out]
+
+
+def pool_row(T, records):
+    """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
+    samples the canary kept, from the processes that kept any (none did: all, figures_from says);
+    what the harness saw there: page faults a forward, the timers' cost (timer pairs)."""
+    samples, faults = [s for p in records for s in p["samples"]], [p["faults"] for p in records]
+    pair_ratios = [v - 1 for p in records for v in p.get("timer_ratios", [])]
+    aside = [s for s in samples if set_aside(s)]
+    kept_by = {p["label"]: [s for s in p["samples"] if not set_aside(s)] for p in records}
+    feeding = {k: w for k, w in kept_by.items() if w} or {p["label"]: p["samples"] for p in records}
+    return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
+            "samples_set_aside": len(aside),
+            "figures_from": "kept samples" if any(kept_by.values()) else
+            "all samples: the canary kept none",
+            "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
+            if aside else None, "page_faults_per_forward": None if None in faults else
+            sum(faults) / sum(s["n"] for s in samples),
+            **(quantile_estimate(pair_ratios, "instrumentation_overhead") if pair_ratios else {})}
+
+
+def pool_sweep(Ts, counted, default_heap_worker):
+    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
+    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
+                       for T in Ts]
+    return rows(counted), rows([default_heap_worker])
 
 
 # ----------------------------------------------------------------------------------------------
 # The run's verdict: each check a value against a limit, ok True, False or None (not made here);
 # "quiet" only if none failed. A failed check's reason says what the run measured; its remedy, what
-# to do. The limits are set by hand, each saying what it limits. Inputs: machine_load (spawn_all),
-# the workers' preempted, MHz and canary readings (worker_job, machine_around), the canary's word
-# on samples and processes (judge_processes), cpufreq at start and end (run_lab).
+# to do. The limits are set by hand, each saying what it limits. Its inputs: the machine's load
+# before and after the workers (machine_load, below); a worker's involuntary context switches as it
+# sampled (preemptions) and the clock after each sample (machine_around); the canary's readings and
+# word on samples and processes (the section above); cpufreq's settings at start and end (run_lab).
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1632,6 +1468,19 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
             "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
             "Darwin": "macOS cannot pin a process to a kind of core: quit other programs, so that "
                       "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
+
+
+def machine_load(own_pids):
+    """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
+    other readable process by pid, with its name (never its arguments) and start."""
+    t = psutil.cpu_times()
+    busy = sum(getattr(t, f, 0.0) for f in "user nice system irq softirq interrupt dpc".split())
+    steal, idle = getattr(t, "steal", None), t.idle + getattr(t, "iowait", 0.0)
+    procs = {p.pid: (p.info["name"], sum(p.info["cpu_times"][:2]), p.info["create_time"])
+             for p in psutil.process_iter(["name", "cpu_times", "create_time"])
+             if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
+    return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
+            "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1796,13 +1645,174 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 
 # ----------------------------------------------------------------------------------------------
+# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, the canary read
+# between every two of their batches; then the passes, its copies and its ceiling repeats) and only
+# measures; the parent plans and spawns them one after another (--in-process: runs each job
+# itself, for tests) and never measures.
+
+def keep_heap():
+    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
+    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
+    mallopt = glibc_malloc()
+    if mallopt is None:
+        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
+    M_TRIM_THRESHOLD, M_MMAP_MAX, most = -1, -4, 2**31 - 1  # mallopt takes a C int
+    if not (mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1):
+        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
+    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+
+
+PROFILES = {  # a run's plan: ceiling_repeats, beta's and pi's; cache_repeats, the other copies
+    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6,
+             "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
+              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
+WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
+HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
+
+
+def worker_timeout(task):
+    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times the sampling
+    its task asks for, at least WORKER_TIMEOUT_S."""
+    sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
+        "n_heads"]).values()) / (HANG_GFLOPS * 1e9)) for T in task["T_sweep"]]
+    return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
+
+
+def worker_job(task):
+    """A worker's whole job, in a fresh process or (--in-process) here; gc off while it measures
+    (a collection would be timed as an op, in the samples and the passes alike)."""
+    heap = keep_heap() if task["heap_mode"] == "warm" else {
+        "mode": "default", "control": "the allocator's defaults"}
+    mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
+    with threadpool_limits(task["threads_imposed"], user_api="blas"):
+        canary = make_canary()
+        gc.disable()
+        try:
+            switches, t0, started = preemptions(), time.perf_counter(), time.time()
+            clock = {"dirs": CPUFREQ(), "MHz": []}  # found once; VM: none
+            by_T = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
+                                lambda rec: machine_around(rec, clock),
+                                lambda i, args, rec: after_sample(task, i, args, rec, canary))
+            sampled = {"by_T": by_T, "started": started,
+                       "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
+                       "preempted": None if switches is None else preemptions() - switches}
+            calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
+            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
+        finally:
+            gc.enable()
+        ran = (blas_info() or [{}])[0].get("num_threads")
+    return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
+            "canary_readings": canary["readings"], "heap": heap,
+            "blas_threads": ran, "ended": time.time(),
+            "cpu_s": time.process_time()}
+
+
+def worker_entry():
+    """`perf.py --worker`: a task (JSON) on stdin, its result alone on stdout; bad task: exit 2."""
+    try:
+        task = json.loads(sys.stdin.read())
+        if not isinstance(task, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:  # a JSONDecodeError too
+        print(f"perf.py --worker: bad task: {e}", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(json.dumps(worker_job(task)))
+    except KeyError as e:  # a key make_plan writes, missing: the task fails where it is read
+        if e.args[0] in task:
+            raise
+        print(f"perf.py --worker: bad task: no {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
+        return 130
+    return 0
+
+
+class RunError(Exception):
+    """A worker died, hung or wrote no result: one line, exit 1, nothing written."""
+
+
+def spawn_one(task, in_process, timeout):
+    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception
+    (Ctrl-C too) the worker is killed and reaped first."""
+    if in_process:
+        return worker_job(task)
+    env = dict(os.environ)
+    if task["threads_imposed"]:  # fixed before numpy loads, for every BLAS threadpoolctl may miss
+        env.update(dict.fromkeys(THREAD_VARS, str(task["threads_imposed"])))
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        stdout, stderr = proc.communicate(json.dumps(task), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"worker {task['label']} gave no result within {timeout:.0f} s") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode != 0:
+        last = (stderr.strip().splitlines() or ["no message"])[-1]
+        raise RunError(f"worker {task['label']} failed (exit {proc.returncode}): {last}")
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        raise RunError(f"worker {task['label']} wrote no result") from None
+
+
+def make_plan(args, hardware, threads, given):
+    """Everything the workers will do, fixed before the first starts (default-heap worker first);
+    `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
+    prof = args.profile
+    per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
+    n_warm = min(args.workers or prof["worker_count"], per_T)
+    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
+    # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
+    one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
+    spec, n_ceiling = ceiling_plan(prof, hardware, n_warm, time_pi=given is None)
+    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
+    base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
+            "min_time": args.min_time, "threads_imposed": threads["imposed"],
+            "cache_budget_bytes": l2 // 2}
+    dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
+                 "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
+                 "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
+    warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
+                   "samples_each_T": each_T, "ceiling_spec": spec if i < n_ceiling else None,
+                   "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
+                   "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
+                  for i in range(n_warm)]  # each T's passes timed by every second warm worker
+    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks, "ceiling_spec": spec}
+
+
+def spawn_all(plan, in_process):
+    """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
+    the machine's load before and after them, this run's own CPU seconds in between)."""
+    start, done = time.perf_counter(), []
+    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
+    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
+    load, own0 = [machine_load({os.getpid()})], own()
+    for n, task in enumerate(plan["tasks"]):
+        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
+            f"{task['T_sweep']}")
+        done.append(spawn_one(task, in_process, worker_timeout(task)))
+        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
+    load.append(machine_load({os.getpid()}))
+    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
+                                if os.name == "nt" and not in_process else 0)
+    return done[0], done[1:], load, own_cpu_s
+
+
+# ----------------------------------------------------------------------------------------------
 # A run: refused before it measures if it cannot fit; the workers spawned, the canary's word on
 # their samples, the lab's blocks on the samples it kept, the verdict; results.json records it all.
 
 WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS): set by hand
 
 
-def worker_peak_bytes(Ts, d_model, n_heads, spec):
+def worker_memory_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
     its calls at the largest T (calls_at's arrays, and half an (h, T, T) array that freed arrays
     leave unused, set by hand) and its ceilings (largest copy block, pi's)."""
@@ -1818,7 +1828,7 @@ def refuse_early(args, plan):
     """Refuse before measuring a run larger than the memory (this process and the largest worker;
     the largest T that fits named) or an --out that takes no file."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
-    need = lambda Ts: own + worker_peak_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
+    need = lambda Ts: own + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
     if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
         lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
                    if need([t for t in args.T if t < T] + [T]) <= available), 0)
@@ -1932,9 +1942,9 @@ def run_lab(args, argv):
     harness around them); all files written at once."""
     run_t0, hardware = time.perf_counter(), machine_facts()
     threads, blas = thread_record(args.threads, hardware)
-    plan = make_plan(args, hardware, threads)
-    refuse_early(args, plan)
     given = phase1_ceilings(args)
+    plan = make_plan(args, hardware, threads, given)
+    refuse_early(args, plan)
     dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
@@ -1942,7 +1952,7 @@ def run_lab(args, argv):
     windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
     measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
     ceilings = ceilings_and_ridge(given, measured)
-    for r in rows + default_rows:  # Block D
+    for r in rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
