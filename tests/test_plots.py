@@ -60,13 +60,28 @@ CASES = {"committed": committed_results, "synthetic": synthetic.run,
          "six_T": lambda: synthetic.run(SIX_T), "awkward": awkward, "no_caches": no_caches}
 
 
-@pytest.fixture(params=CASES)
+@pytest.fixture(params=CASES, scope="module")
 def res(request):
     return CASES[request.param]()
 
 
+DRAWN = {}  # (plot, case): (its results, its figure), drawn once: the tests below only read it
+
+
+def figure_of(plot, res):
+    if (plot.__name__, id(res)) not in DRAWN:  # the results kept beside: an id never reused
+        DRAWN[plot.__name__, id(res)] = res, plot(res)
+    return DRAWN[plot.__name__, id(res)][1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
 def test_the_stacked_bars_are_the_json_s_times(res):
-    fig = perf.plot_perf(res)
+    fig = figure_of(perf.plot_perf, res)
     ax = fig.axes[0]
     bars = ax.containers
     for i, op in enumerate(perf.OPS):
@@ -83,7 +98,6 @@ def test_the_stacked_bars_are_the_json_s_times(res):
     cut = [h for r, h in zip(res["sweep"], drawn) if h != pytest.approx(default[r["T"]])]
     assert all(h < top for h in cut)  # the default heap beside each T; one cut short says so:
     assert len(cut) == sum("(off scale)" in t.get_text() for t in ax.texts)
-    plt.close(fig)
 
 
 def test_a_default_heap_off_the_scale_is_cut_under_the_top_and_says_so():
@@ -101,7 +115,7 @@ def test_a_default_heap_off_the_scale_is_cut_under_the_top_and_says_so():
 
 
 def test_the_roofline_points_sit_at_intensity_and_gflops(res):
-    fig = perf.plot_roofline(res)
+    fig = figure_of(perf.plot_roofline, res)
     ax = fig.axes[0]
     for op in perf.OPS:
         rgba = mcolors.to_rgba(perf.COLORS[op])
@@ -111,7 +125,6 @@ def test_the_roofline_points_sit_at_intensity_and_gflops(res):
         np.testing.assert_allclose(rings[0].get_offsets(), [
             (r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"]])
     assert len(ax.get_legend().get_texts()) <= 14
-    plt.close(fig)
 
 
 def markers(fig):
@@ -130,14 +143,13 @@ def markers(fig):
 
 
 def test_no_marker_hides_another(res):
-    fig = perf.plot_roofline(res)
+    fig = figure_of(perf.plot_roofline, res)
     found = markers(fig)
     for i, a in enumerate(found):
         for b in found[i + 1:]:
             if np.hypot(a[0] - b[0], a[1] - b[1]) <= 3:
                 big, small = (a, b) if a[2] >= b[2] else (b, a)
                 assert big[3] and big[2] >= 1.5 * small[2] * 0.999, (a, b)
-    plt.close(fig)
 
 
 def text_boxes(fig):
@@ -160,7 +172,7 @@ def text_boxes(fig):
 
 @pytest.mark.parametrize("plot", [perf.plot_perf, perf.plot_roofline])
 def test_no_text_covers_another_or_leaves_the_figure(res, plot):
-    fig = plot(res)
+    fig = figure_of(plot, res)
     boxes, W, H = text_boxes(fig), fig.bbox.width, fig.bbox.height
     for text, b in boxes:
         assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= W + 1 and b.y1 <= H + 1, text
@@ -168,7 +180,6 @@ def test_no_text_covers_another_or_leaves_the_figure(res, plot):
         for t2, b2 in boxes[i + 1:]:
             overlap = min(b1.x1, b2.x1) - max(b1.x0, b2.x0), min(b1.y1, b2.y1) - max(b1.y0, b2.y0)
             assert min(overlap) <= 1, f"{t1!r} overlaps {t2!r}"
-    plt.close(fig)
 
 
 def png_size(path):
@@ -207,7 +218,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     and that the fused star writes neither S nor A."""
     cfg, dflt, c = res["config"], res["sweep_default_heap"][0], res["ceilings"]
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
-    bars, rings = perf.plot_perf(res), perf.plot_roofline(res)
+    bars, rings = figure_of(perf.plot_perf, res), figure_of(perf.plot_roofline, res)
     # How many processes made the figures (a range where one T has fewer), of how many warm
     # ones; the samples, their length; the canary part and limit that set samples aside, each T's
     # count; who was left out, by which part.
@@ -257,5 +268,3 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         lv = roofs[name]
         assert who == {"all_cpus": "all CPUs", "1thread": "one thread"}[lv["GBps_from"]]
         assert rate == round(lv["GBps"]) and size <= lv["bytes"] < size + unit
-    plt.close(bars)
-    plt.close(rings)

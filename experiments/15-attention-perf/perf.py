@@ -450,7 +450,7 @@ def plot_perf(res):
     small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
     labels = stack_bars(ax, rows, default_heap, dominant, {r["T"] for r in rows if r not in small})
     if small:
-        inset = ax.inset_axes([0.06, 0.42, 0.16 + 0.2 * len(small), 0.45])
+        inset = ax.inset_axes([0.13, 0.42, 0.16 + 0.2 * len(small), 0.45])
         labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5)
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
