@@ -47,8 +47,8 @@ def fake_mallopt(monkeypatch):
 
 def copy_checkout(dest):
     """This checkout's files (tracked, and new ones git does not ignore) in a fresh repository at
-    dest with one commit, and an environment whose `python` is this interpreter; None outside a
-    git checkout."""
+    dest with one commit, and an environment whose `python` is this interpreter (unless it has
+    NO_PYTHON_LINK: no symlink could be made); None outside a git checkout."""
     root = EXP.parent.parent
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                             cwd=root, capture_output=True, text=True)
@@ -60,9 +60,12 @@ def copy_checkout(dest):
             shutil.copy2(root / rel, dest / rel)
     bin_dir = dest.parent / (dest.name + "-bin")
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    try:
+        (bin_dir / "python").symlink_to(sys.executable)
+    except OSError:  # Windows without the symlink privilege: `python` is not this interpreter
+        env["NO_PYTHON_LINK"] = "1"
     for command in (["git", "init", "-q"], ["git", "add", "-A"],
                     ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"]):
         subprocess.run(command, cwd=dest, env=env, check=True, capture_output=True)

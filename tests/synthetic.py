@@ -40,8 +40,7 @@ def levels(beta):
 
 def op(seconds, worker_times):
     return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
-            "mean_s": seconds, "std_s": 0.0, "worker_times": worker_times,
-            "process_groups": perf.process_groups(worker_times)}
+            "mean_s": seconds, "std_s": 0.0, "worker_times": worker_times}
 
 
 def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
@@ -81,7 +80,6 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
            "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2}
     warm = [worker(list(times_ms))] * len(process_multiples)
     conditions = {**perf.verdict_from({}), "findings": {
-        "process_groups": perf.process_group_findings(rows),
         "threads_cooperate": perf.cooperation_finding(windows, 2)}}
     if verdict == "disturbed":
         conditions.update(verdict="disturbed", failed=[

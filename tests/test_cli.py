@@ -31,11 +31,10 @@ def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
         assert r["processes_sampled"] == n and r["sample_count"] == 3 * n
         for k in OPS:
             assert {"mean_s", "std_s", "time_s", "time_s_interval"} <= set(r["ops"][k])
-            assert len(r["ops"][k]["worker_times"]) == len(r["processes"]) <= n  # none kept: none
     assert set(res["conditions"]["checks"]) == {
         "other_processes_cpus", "steal_fraction", "preemptions_per_s",
         "governor_or_turbo_changed", "clock_drop", "slow_samples", "slow_process"}
-    assert set(res["conditions"]["findings"]) == {"process_groups", "threads_cooperate"}
+    assert set(res["conditions"]["findings"]) == {"threads_cooperate"}
     assert set(man) >= {"experiment", "date", "seed", "versions", "depends_on", "config",
                         "hardware", "results_summary"}
     assert set(man["results_summary"]) == {"softmax_GFLOPS_at_T_512", "scores_GFLOPS_at_T_512",
@@ -131,13 +130,14 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.startswith("perf.py: error: --T 100000 needs about ")
     assert list(tmp_path.iterdir()) == []
-    # The refusal names the largest T that fits: the memory the machine has decides it, so it
-    # is read back against the estimate: that T fits, the next does not.
+    # The refusal names the largest T that fits: the next multiple of 64 does not. Its worker
+    # would need more than the memory available (read again: it moves), less the refusing
+    # process's own (under 256 MiB).
     fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
     spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
     need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731
-    available = psutil.virtual_memory().available  # read again: the machine's memory moves
-    assert fits % 64 == 0 and need(fits) < 1.05 * available < need(fits + 64) * 1.1
+    available = psutil.virtual_memory().available
+    assert fits % 64 == 0 and need(fits + 64) > 0.95 * available - (256 << 20)
 
 
 PEAK = """
@@ -278,8 +278,8 @@ def test_ctrl_c_in_a_worker_alone_exits_130_quietly():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdin.write(json.dumps(tiny_task(samples_each_T=10**6)))
     proc.stdin.close()
-    deadline = time.monotonic() + 30
-    while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 0.5 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30  # past its imports (a fresh venv compiles their bytecode)
+    while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 1.5 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     try:

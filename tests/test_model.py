@@ -80,8 +80,6 @@ def test_every_op_is_a_projection_or_a_T2_op_and_the_timer_names_each():
     # expected_observations splits the forward into PROJECTIONS and FUSED (the T² ops): a sixth op
     # must join one of them, and attention_forward_timed's stamps must cover it.
     assert sorted(perf.PROJECTIONS + perf.FUSED) == sorted(perf.OPS)
-    x, mha = inputs(64)
-    assert list(perf.attention_forward_timed(x, mha)) == list(perf.TIMED_KEYS)
 
 
 def test_weights_deterministic_from_seed():
@@ -96,11 +94,12 @@ def test_weights_deterministic_from_seed():
 def test_timed_forward_contract_and_same_output():
     x, mha = inputs(128)
     times, out = perf.attention_forward_timed(x, mha, return_output=True)
-    # The lab's contract, spelled as the lab spells it: the one place tests/ writes the ops out;
-    # everything else reads perf.OPS.
+    # The lab's contract, spelled as the lab spells it.
     assert tuple(times) == ("qkv_proj", "scores", "softmax", "av", "out_proj", "total")
-    assert perf.TIMED_KEYS == tuple(times)
-    np.testing.assert_array_equal(out, perf.attention_forward(x, mha))
+    # The same numbers as the plain forward (to rounding: a BLAS may take another path for
+    # buffers at other addresses), and the ops' times partition the total.
+    np.testing.assert_allclose(out, perf.attention_forward(x, mha), rtol=1e-5, atol=1e-6)
+    assert math.fsum(times[k] for k in perf.OPS) == pytest.approx(times["total"], rel=1e-9)
 
 
 @pytest.mark.parametrize("slow", perf.OPS)
@@ -139,8 +138,8 @@ def test_the_steps_and_passes_mirror_the_ops_and_count_their_bytes():
     ops = forward_by_op(*inputs(64))
     steps, S = perf.scores_steps(*ops["scores"][0])
     assert list(steps) == list(perf.SCORES_STEPS) == ["matmul", "scale"]
-    np.testing.assert_array_equal(S, ops["scores"][1])
-    np.testing.assert_array_equal(steps["matmul"]() / 4.0, S)  # sqrt(d_k) = 4
+    np.testing.assert_allclose(S, ops["scores"][1], rtol=1e-6)  # a BLAS: equal to rounding
+    np.testing.assert_allclose(steps["matmul"]() / 4.0, S, rtol=1e-6)  # sqrt(d_k) = 4
     calls, (Z, m, D, E, s) = perf.softmax_passes(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)
     np.testing.assert_array_equal(E / s, ops["softmax"][1])

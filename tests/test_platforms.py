@@ -23,8 +23,12 @@ def write(root, path, text):
     p.write_text(text + "\n")
 
 
-def i5_8250u(root, governor="powersave"):
-    """What Linux exposes on the lab's laptop: 4 cores, 8 threads, intel_pstate, a 6 MiB L3."""
+def i5_8250u(root, monkeypatch, governor="powersave"):
+    """What Linux exposes on the lab's laptop: 4 cores, 8 threads, intel_pstate, a 6 MiB L3; and
+    Linux itself, so that no macOS sysctl or Windows processor string of the test's own machine
+    names its CPU."""
+    monkeypatch.setattr(perf.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(perf.platform, "processor", lambda: "")
     cpuinfo = []
     for cpu in range(8):
         cpuinfo += [f"processor\t: {cpu}", "model name\t: Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz",
@@ -74,7 +78,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     for var in perf.THREAD_VARS:  # the default plan, whatever this shell sets
         monkeypatch.delenv(var, raising=False)
     root = tmp_path / "root"
-    i5_8250u(root)
+    i5_8250u(root, monkeypatch)
     monkeypatch.setattr(perf, "SYSROOT", root)
     # OpenBLAS's default on that laptop when OMP_NUM_THREADS is not set: one thread per logical CPU.
     blas = [{"internal_api": "openblas", "version": "0.3.27", "num_threads": 8,
@@ -104,7 +108,7 @@ def test_cpufreq_MHz_reads_the_folders_it_is_given_and_an_empty_list_is_none(tmp
                                                                              monkeypatch):
     # The laptop's eight clocks from its eight folders; given no folders (a VM's glob), none: it
     # never globs (a worker finds the folders once, then reads them after every sample).
-    i5_8250u(tmp_path)
+    i5_8250u(tmp_path, monkeypatch)
     monkeypatch.setattr(perf, "SYSROOT", tmp_path)
     assert perf.cpufreq_MHz(perf.CPUFREQ()) == [1600 + 100 * cpu for cpu in range(8)]
     assert perf.cpufreq_MHz([]) == []
@@ -114,7 +118,7 @@ def test_cpufreq_MHz_reads_the_folders_it_is_given_and_an_empty_list_is_none(tmp
 def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, monkeypatch,
                                                            fake_mallopt):
     root = tmp_path / "root"
-    i5_8250u(root, governor="performance")
+    i5_8250u(root, monkeypatch, governor="performance")
     monkeypatch.setattr(perf, "SYSROOT", root)
     real = perf.spawn_one
 
@@ -297,17 +301,15 @@ def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
     assert res["config"]["one_thread_rounds"] == [] and res["analysis"]["threading_windows"] == []
 
 
+@pytest.mark.skipif(getattr(getattr(perf.np.lib, "introspect", None), "opt_func_info", None) is
+                    None, reason="numpy before 2.1 cannot say which kernel it runs")
 def test_the_softmax_kernels_numpy_runs_are_recorded_or_said_unknown(monkeypatch):
     simd = perf.numpy_simd()
     kernels, supported = simd["numpy_softmax_kernels"], simd["numpy_dispatch_supported"]
-    introspect = getattr(perf.np.lib, "introspect", None)
-    if getattr(introspect, "opt_func_info", None) is None:  # numpy before 2.1 cannot say
-        assert kernels is None
-        return
     # Each of the softmax's float32 kernels (the mask's add and the sum, max, subtract, exp,
     # divide) with the dispatch target numpy picked on this CPU: one it supports, or its baseline.
     assert set(kernels) == {"add", "maximum", "subtract", "exp", "divide"}
     assert all(t in supported or t.startswith("baseline") for t in kernels.values()), kernels
     # Where numpy cannot say which kernel runs: unknown, not a guess.
-    monkeypatch.delattr(introspect, "opt_func_info")
+    monkeypatch.delattr(perf.np.lib.introspect, "opt_func_info")
     assert perf.numpy_simd()["numpy_softmax_kernels"] is None

@@ -31,13 +31,10 @@ def awkward():
                             "the run left 0 cores free (limit 0.25)",
                             "the later canary readings ran slower (speed -26%): on a laptop, "
                             "turbo can end as its power budget runs out"])
-    # warm 3 left out (its figures from four of five processes at every T), and scores at
-    # T = 512 in two groups of processes
+    # warm 3 left out (its figures from four of five processes at every T)
     res["canary"]["left_out"] = {"warm 3": {"canary_part": "blas", "ratio": 2.1, "other_ratio": 1}}
     for row in res["sweep"]:
         row["processes"].remove("warm 3")
-    res["conditions"]["findings"]["process_groups"] = [
-        {"op": "scores", "T": 512, "groups": [[0.7e-3, 3], [1.9e-3, 1]]}]
     res["sweep_default_heap"][-1]["forward_s"] *= 4
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
@@ -226,7 +223,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     for mark, text in (("bars", said(bars)), ("rings", said(rings))):
         m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
                       r"warm .*\(its interval covers them only\)", text)
-        assert m and (m[1].split("-"), int(m[2])) == (list(map(str, counts)), cfg["workers"])
+        assert m and (m[1].split("-"), int(m[2])) == (  # fewest to most
+            list(map(str, dict.fromkeys([counts[0], counts[-1]]))), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
         assert (int(m[1]), float(m[2])) == (cfg["samples_per_T"], cfg["min_time_s"] * 1e3)
         m = re.search(r"the canary's (\w+) part over ([\d.]+)x its process's reference", text)
@@ -235,10 +233,6 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
             r["T"]: r["samples_set_aside"] for r in res["sweep"]}
         assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [
             (k, v["canary_part"]) for k, v in res["canary"]["left_out"].items()]
-        found = res["conditions"]["findings"]["process_groups"]  # the widest said
-        widest = sorted(found, key=lambda g: g["groups"][1][0] / g["groups"][0][0])[-1:]
-        assert re.findall(r"two groups, (\w+) at T=(\d+): (\d+) at", text) == [
-            (g["op"], str(g["T"]), str(g["groups"][0][1])) for g in widest]
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ((?:\d+(?: \(none kept: all feed\))?(?:, )?)+)\)",
                   said(bars))

@@ -258,26 +258,3 @@ def test_two_warm_processes_one_slow_is_half_and_one_process_is_not_judged():
     assert perf.slow_processes(warm) == {}
     v = verdict(c=perf.canary_checks(rows, warm, {}))
     assert v["verdict"] == "quiet" and v["unknown"] == ["slow_process"]
-
-
-def test_processes_in_two_groups_are_a_finding_not_a_disturbance():
-    """Ten processes' estimates of scores at T = 256, eight at 0.168 ms and two at 0.558 (issue
-    39's calm run): reported as two groups, the verdict untouched (no check reads them)."""
-    est = [0.168e-3] * 8 + [0.558e-3] * 2
-    ops = {k: {"time_share": 0.01, "process_groups": [[1.0, 10]]} for k in perf.OPS}
-    ops["scores"] = {"time_share": 0.3, "process_groups": perf.process_groups(est)}
-    found = perf.process_group_findings([{"T": 256, "ops": ops}])
-    assert found == [{"op": "scores", "T": 256, "groups": [[0.168e-3, 8], [0.558e-3, 2]]}]
-    # An op under MATERIAL_SHARE of the forward is not reported, whatever its groups.
-    ops["scores"]["time_share"] = 0.01
-    assert perf.process_group_findings([{"T": 256, "ops": ops}]) == []
-
-
-def test_two_groups_need_a_gap_wider_than_either_side_s_own_spread():
-    # One process apart from nine that spread x1.19 among themselves is no two groups: the gap
-    # (x1.10) is narrower than the nine's own spread; two tight groups x1.2 apart are.
-    nine = [0.200e-3 * 1.19 ** (i / 8) for i in range(9)]
-    assert len(perf.process_groups([0.200e-3 / 1.10] + nine)) == 1
-    assert perf.process_groups([0.70e-3, 0.71e-3, 0.70e-3, 0.84e-3, 0.85e-3]) == [
-        [0.70e-3, 3], [0.845e-3, 2]]
-    assert perf.process_groups([0.70e-3] * 5) == [[0.70e-3, 5]]  # one level

@@ -15,8 +15,9 @@ a run (run_lab), --compare, the command line. Where to look, two places at most:
 - time_s and its interval: Block B (summarize), and the canary's section (which samples and
   processes feed it: set_aside, slow_processes, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D
-  (op_cost; OP_ARRAYS, their working sets);
-- quiet or disturbed: the canary's section and the verdict's, one after the other (judge_run);
+  (forward_arrays, op_cost, OP_ARRAYS: their arrays, costs and working sets);
+- quiet or disturbed: the canary's section and the conditions' and verdict's after it, which
+  watch the machine (worker_conditions, machine_watched, cpufreq_settings) and judge (judge_run);
 - beta and pi: the ceilings' section (read_ceilings; else ceiling_plan, time_ceilings,
   combine_ceilings), and Block D (ceilings_and_ridge: the ridge).
 """
@@ -79,13 +80,14 @@ class UsageError(Exception):
 
 # ----------------------------------------------------------------------------------------------
 # Block A: the model, and the same forward with a timer around each op.
-# Heads are a leading batch axis (h, T, d_k) and numpy's batched matmul runs them: naive (no
+# Heads are a leading axis (h, T, d_k) and numpy's stacked matmul runs them: naive (no
 # fusing, no out= buffers, A fully materialised), and it keeps the timers to one per op.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches these, its function, the two forwards below, and its cost in Block D
-# (op_cost, and OP_ARRAYS for its working set).
+# The ops. A sixth op touches this Block (these tuples, its function, the two forwards below) and
+# its costs in Block D (forward_arrays, op_cost, OP_ARRAYS); which tuple it joins, FUSED or
+# PROJECTIONS, is all that Block E reads of it (tests/synthetic.py: its times).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
@@ -163,9 +165,9 @@ def attention_forward(x, mha, mask=None):
 
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
-    """attention_forward with time.perf_counter_ns() between the ops: seconds per op of one
+    """attention_forward with time.perf_counter_ns() around the ops: seconds per op of one
     forward, in the lab's dict (TIMED_KEYS). numpy is eager: each result exists when its call
-    returns. One stamp between two ops, the dict made after the last (cost: a row's timers)."""
+    returns. Six stamps, before, between and after the five ops; the dict made after the last."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -179,7 +181,7 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     t4 = now()
     out = out_proj(O, mha)
     t5 = now()
-    stamps = (t0, t1, t2, t3, t4, t5)  # one between each two ops of OPS, in its order
+    stamps = (t0, t1, t2, t3, t4, t5)  # op k of OPS runs from stamps[k] to stamps[k + 1]
     times = {k: (b - a) * 1e-9 for k, (a, b) in zip(OPS, zip(stamps, stamps[1:]), strict=True)}
     times["total"] = (t5 - t0) * 1e-9
     return (times, out) if return_output else times
@@ -190,12 +192,13 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per key of
-# TIMED_KEYS, one forward's seconds (its forwards' sum / n); n; batch_s, its wall time; and what
-# the harness adds (Part II, the canary's section): canary_pair, the canary's readings just before
-# and just after it (the run_batch hook, watched), then canary_ratio, which decides whether it
-# feeds the figures (mark_samples); a sample on one BLAS thread, `after`, the index of the sample
-# on all threads it follows. The processes share each T's samples, one of every T a round.
+# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
+# OPS, one forward's seconds (its forwards' sum / n); n; and what the harness adds (Part II, the
+# canary's section): canary_pair, the canary's last reading before the batch and its first after
+# it (the run_batch hook, watched; for a new T the warm-up forward, and after a sample its timer
+# pairs, run between that "before" and the batch), then canary_ratio, which decides whether the
+# sample feeds the figures (mark_samples); a sample on one BLAS thread, `after`, the index of the
+# sample on all threads it follows. The processes share each T's samples, one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -214,9 +217,8 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
     batch in run_for's place and returns (n, seconds, {what it adds to the sample})."""
     forwards = []
     call = lambda: forwards.append(attention_forward_timed(x, mha, mask))  # noqa: E731
-    n, batch_s, added = run_batch(call, min_time) if run_batch else (*run_for(call, min_time), {})
-    return {**{k: math.fsum(t[k] for t in forwards) / n for k in TIMED_KEYS}, "n": n,
-            "batch_s": batch_s, **added}
+    n, _, added = run_batch(call, min_time) if run_batch else (*run_for(call, min_time), {})
+    return {**{k: math.fsum(t[k] for t in forwards) / n for k in OPS}, "n": n, **added}
 
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after=None):
@@ -243,22 +245,22 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
 
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
-GROUP_GAP = 1.10             # estimates further apart (and than each side's spread): set by hand
 CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowing
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": "the median over this run's warm processes of each one's "
+    "time_s": "the median over this run's warm-heap worker processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
     "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
     "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
     "canary kept no sample at a T, every sample (figures_from says)",
-    "time_s_interval": "the narrowest distribution-free interval of that median with a coverage of "
+    "time_s_interval": "a distribution-free interval of that median with a coverage of "
     f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
     "says which), over this run's processes only: a run minutes later can fall outside it"}
 
 
 def quantile_interval(values, q):
-    """The narrowest distribution-free interval of the q-quantile, X(l) <= X(u) with P(l <= B < u)
-    >= CONFIDENCE, B ~ Binomial(n, q); too few values: the full range. (low, high, coverage)."""
+    """A distribution-free interval of the q-quantile, X(l) <= X(u), with the fewest ranks between
+    l and u such that P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q); too few values: the full
+    range. (low, high, coverage)."""
     x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
     p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
     below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
@@ -276,17 +278,6 @@ def quantile_estimate(values, key, q=0.5):
             f"{key}_interval_coverage": cover}
 
 
-def process_groups(estimates):
-    """The estimates split at their largest gap where it is wider than GROUP_GAP and than either
-    side's own spread: [[median, count], [median, count]]; else one group, [[median, count]]."""
-    x = sorted(estimates)
-    gaps = [b / a for a, b in zip(x, x[1:])]
-    i = gaps.index(max(gaps)) + 1 if gaps else 0
-    if not gaps or max(gaps) <= max(GROUP_GAP, x[i - 1] / x[0], x[-1] / x[i]):
-        return [[float(np.median(x)), len(x)]]
-    return [[float(np.median(x[:i])), i], [float(np.median(x[i:])), len(x) - i]]
-
-
 def process_estimate(times):
     """A process's estimate of an op: the PROCESS_QUANTILE of its times (noise assumed to add)."""
     return float(np.percentile(times, 100 * PROCESS_QUANTILE))
@@ -294,15 +285,14 @@ def process_estimate(times):
 
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s, the median of their process_estimate, its interval; both spreads; groups; mean, SD."""
+    time_s, the median of their process_estimate, its interval; both spreads; mean, SD."""
     each = [process_estimate(w) for w in by_process]
     pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
             "worker_times": each, "between_process_rsd": rsd(each),
-            "within_process_rsd": float(np.median([rsd(w) for w in by_process])),
-            "process_groups": process_groups(each)}
+            "within_process_rsd": float(np.median([rsd(w) for w in by_process]))}
 
 
 def pool_T(T, feeding):
@@ -363,24 +353,17 @@ def unclutter(fig, labels):
         obstacles.append(label.get_window_extent(renderer))
 
 
-def groups_text(g):
-    """One op's process groups at one T, in a few words."""
-    return f"{g['op']} at T={g['T']}: " + ", ".join(f"{c} at {1e3 * t:.3f} ms"
-                                                   for t, c in g["groups"])
-
-
 def processes_feeding(res):
-    """How many processes fed each T's figures: "10", or "9-10" when some T lost one."""
-    return "-".join(map(str, sorted({len(r["processes"]) for r in res["sweep"]})))
+    """How many processes fed each T's figures: "10", or fewest to most ("8-10") when T differ."""
+    counts = sorted({len(r["processes"]) for r in res["sweep"]})
+    return "-".join(map(str, dict.fromkeys([counts[0], counts[-1]])))
 
 
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict (if disturbed, what to do)
-    and the widest process groups, in short lines. Returns the share of the figure it takes."""
+    in short lines. Returns the share of the figure it takes."""
     hw, cfg, cond, est = res["hardware"], res["config"], res["conditions"], res["estimators"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    groups = max(cond["findings"]["process_groups"], default=None,
-                 key=lambda g: g["groups"][1][0] / g["groups"][0][0])
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * (hw['virtualized'] or 0)}) "
              f"| BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
@@ -398,8 +381,7 @@ def footer(fig, res, marks, protocol):
                  f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}" + "".join(
-                 f"; {f['reason']}" for f in cond["failed"])
-             + (f"; processes in two groups, {groups_text(groups)}" if groups else "")]
+                 f"; {f['reason']}" for f in cond["failed"])]
     lines += [f"what to do: {todo}"] * bool(todo)
     text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
                                                      break_on_hyphens=False)]
@@ -455,7 +437,7 @@ def plot_perf(res):
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
-    ax.set_ylabel("time per forward (ms)")
+    ax.set_ylabel("ms per forward (the ops' time_s summed)")
     ax.set_title("Time per forward (bars); with the default heap (hatched)", fontsize=11)
     for dx, key, alpha in ((-0.19, "time_share", 1.0), (0.19, "flop_share", 0.5)):
         bottom = np.zeros(len(rows))
@@ -492,8 +474,8 @@ def plot_perf(res):
 # ceilings (Phase 1's, else this run's), each op placed on it, and roofline.png.
 
 def forward_arrays(T, d_model, n_heads):
-    """Bytes of every fp32 array the naive forward reads or makes, named as in the code above:
-    the one byte model the costs, working sets, steps, laptop and memory estimate all read."""
+    """Bytes of every fp32 array the naive forward reads or makes, named as the comment under
+    the return says: the one byte model the costs, working sets, laptop and memory estimate read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
     return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
@@ -518,7 +500,7 @@ def op_cost(T, d_model, n_heads):
 
 
 # The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
-# each once: the call's traffic and its working set.
+# each counted once: the call's array bytes (not a measured traffic).
 CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -526,7 +508,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
 PASSES, SCORES_STEPS = ([c.split("/")[1] for c in CALL_ARRAYS if c.startswith(op)]
                         for op in ("softmax/", "scores/"))  # their names, in that order
 # The arrays each op reads or writes as naive numpy runs it (scores' and the softmax's: their
-# calls'): its footprint, not its traffic, what has to fit in a cache for the op to work from it.
+# calls'), each once: its footprint (not what is live at one moment), by which place_on_roofline
+# picks the cache level whose roof the op is held to.
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -634,7 +617,7 @@ def draw_roofs(ax, res, xs):
 
 def draw_points(ax, res):
     """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
-    as a +; the legend entries and the ring key's handler."""
+    as a + where this run timed it; the legend entries and the ring key's handler."""
     from matplotlib.legend_handler import HandlerTuple
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i, op)
            for op in OPS for i, r in enumerate(res["sweep"])]
@@ -646,8 +629,9 @@ def draw_points(ax, res):
                                    linewidths=1.6, zorder=4), op))
     rings = tuple(ax.scatter([], [], s=(RING_FIRST * RING_STEP**i)**2, facecolors="none",
                              edgecolors="0.3") for i in range(len(res["sweep"])))
-    ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
-               marker="P", s=90, color="0.3", zorder=5)
+    if res["ceilings"]["source"] == "measured":  # Phase 1's pi: no matmul of this run's to mark
+        ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
+                   marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
     return [ring_key] + entries, HandlerTuple(ndivide=None, pad=0.3)
 
@@ -823,23 +807,20 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     return out
 
 
-def scores_step_times(rows, counted, d_model, n_heads):
+def scores_step_times(rows, counted):
     """scores taken apart at each T: its matmul and its scaling pass, each the median over the
-    processes (seconds) with its interval; the scaling's share, the bytes; the sweep's beside."""
+    processes (seconds) with its interval; the sweep's scores beside."""
     out = []
-    for row in rows:
-        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
+    for T in (r["T"] for r in rows):
         if got := [w["calls"][str(T)]["scores"] for w in counted if str(T) in w["calls"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
-                        "scale_share": steps["scale"]["scale_s"] / sum(
-                            v[f"{k}_s"] for k, v in steps.items()),
-                        "sweep_scores_s": row["ops"]["scores"]["time_s"]})
+                        "sweep_scores_s": entry_at(rows, T)["ops"]["scores"]["time_s"]})
     return out
 
 
 def analyse(rows, cfg, ceilings, counted, windows):
-    """Block E's numbers (`counted`: the warm workers that feed the figures)."""
+    """Block E's numbers (`counted`: the warm workers not left out, whose samples feed them)."""
     keyed, d, h = entry_at(rows, FOCUS_T), cfg["d_model"], cfg["n_heads"]
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
@@ -847,7 +828,7 @@ def analyse(rows, cfg, ceilings, counted, windows):
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
-           "scores_steps": scores_step_times(rows, counted, d, h),
+           "scores_steps": scores_step_times(rows, counted),
            "softmax_passes": softmax_pass_comparisons(rows, counted, d, h),
            "threading_windows": windows}
     if keyed:
@@ -884,18 +865,17 @@ def make_manifest(results):
 
 
 # ==============================================================================================
-# PART II — THE HARNESS: it calls Part I and records how the run went. The machine; the canary
-# around each batch; the ceilings; the ops taken apart; the workers (the parent only spawns, a
-# worker only measures); the run's verdict; a run; --compare; the command line.
+# PART II — THE HARNESS: it calls Part I and records how the run went. The machine; the ceilings;
+# the ops taken apart; the canary around each batch; the run's conditions and verdict; the workers
+# (the parent only spawns, a worker only measures); a run; --compare; the command line.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
 # The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (tests simulate
-# machines), elsewhere via psutil and numpy (workers count their own faults, preemptions, clock;
-# its load: spawn_all). What a platform cannot tell is None (cores: the CPUs', smt None).
+# machines), elsewhere via psutil, numpy, sysctl (macOS) or platform (Windows). What the machine
+# did during the run is the verdict's section. What a platform cannot tell is None.
 
 SYSROOT = Path("/")
-CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
@@ -939,32 +919,6 @@ def numpy_simd():
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def cpufreq_MHz(dirs):
-    """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
-    return [int(v) // 1000 for p in dirs if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
-
-
-def cpufreq_settings():
-    """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
-    folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    govs = {read_text(p / "scaling_governor") for p in folders} - {None}
-    no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
-    boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
-    return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
-            "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in folders} - {None}))
-            or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
-            "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
-                     ("on" if boost == "1" else "off") if boost is not None else None}
-
-
-def preemptions():
-    """Involuntary context switches of all this process's threads so far, BLAS threads included
-    (psutil counts the main thread's only), or None off Linux, which does not count them."""
-    return None if platform.system() != "Linux" else sum(
-        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
-        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
-
-
 def page_faults():
     """Page faults of this process so far, or None where the OS does not count them."""
     if resource is not None:  # Linux, macOS: minor faults, the ones a reused heap avoids
@@ -978,7 +932,8 @@ def glibc_malloc():
     return ctypes.CDLL(None).mallopt if glibc else None
 
 
-def machine_facts():
+def machine_facts(freq):
+    """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
     cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
     cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
     # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
@@ -990,7 +945,6 @@ def machine_facts():
     for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
         kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
         caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
-    freq = cpufreq_settings()
     unavailable = {k: why for k, missing, why in (
         ("caches", not caches, "no /sys cache description on this OS"),
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
@@ -1058,8 +1012,10 @@ def threads_warning(results):
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's method in
-# the first CEILING_WORKERS warm workers after their samples (ceiling_plan; the canary does not
-# judge them), each the fast side of its repeats; Block D's ceilings_and_ridge takes them.
+# the first CEILING_WORKERS warm workers, after their samples and on the run's BLAS threads (so pi
+# is the run's matmul rate, not the CPU's peak): ceiling_plan, time_ceilings; the canary does not
+# judge them. Each the fast side of its repeats (combine_ceilings); Block D's ceilings_and_ridge
+# takes them, with Phase 1's in their place when given.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1106,8 +1062,9 @@ def copy_buffers(nbytes):
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
-    """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes (read once, written once);
-    on more threads each copies a slice (numpy releases the GIL). GB/s of `reps` repeats."""
+    """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes by Phase 1's count (read once,
+    written once; a write-allocate's read not counted); on more threads each copies a slice (numpy
+    releases the GIL). GB/s of `reps` repeats."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) as executor:
@@ -1146,14 +1103,18 @@ def copy_levels(hardware, dram_bytes=None):
 
 
 CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
+CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul, and of the other levels' copies
+    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 
 
-def ceiling_plan(profile, hardware, n_warm, time_pi):
+def ceiling_plan(quick, hardware, n_warm, time_pi):
     """What the first CEILING_WORKERS warm workers time, after their samples, and how many of them
     there are: the copies of copy_levels and (time_pi: no Phase 1 pi given) pi's matmul, each
     one's repeats shared among them. The copies are timed even beside Phase 1's beta: the cache
     levels' roofs and one thread's DRAM copy are this run's alone."""
     n_ceiling = min(n_warm, CEILING_WORKERS)
+    profile = CEILING_PROFILES["quick" if quick else "full"]
     return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
             "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
             "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
@@ -1256,7 +1217,8 @@ def softmax_passes(S, mask):
 
 def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    on as many queries (rows of S) as fit cache_budget_bytes (in_cache), and one thread's copy of
+    on as many queries (rows of S) as the mask_add pass's three arrays fit in cache_budget_bytes
+    (in_cache; no pass touches more than three), and one thread's copy of
     its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
     CALL_REPEATS batches of CALL_MIN_TIME in turn (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
@@ -1353,16 +1315,6 @@ def set_aside(sample):
     return sample["canary_ratio"] > BATCH_SLOW
 
 
-@contextlib.contextmanager
-def machine_around(rec, clock):
-    """What the machine did around one sample: page faults into its T's record (None where the OS
-    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
-    f0 = page_faults()
-    yield
-    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
-
-
 TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
                            # beside an untimed one: what the timers cost (timer_cost_ratio)
 
@@ -1445,17 +1397,17 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: each check a value against a limit, ok True, False or None (not made here);
-# "quiet" only if none failed. A failed check's reason says what the run measured; its remedy, what
-# to do. The limits are set by hand, each saying what it limits. Its inputs: the machine's load
-# before and after the workers (machine_load, below); a worker's involuntary context switches as it
-# sampled (preemptions) and the clock after each sample (machine_around); the canary's readings and
-# word on samples and processes (the section above); cpufreq's settings at start and end (run_lab).
+# The run's conditions and its verdict. What the machine did while the workers ran, watched here:
+# cpufreq's settings at the start and end (cpufreq_settings); in each worker, its involuntary
+# context switches over its sampling and cpufreq's MHz after each sample (worker_conditions,
+# machine_around); every process's CPU time before and after the workers (machine_watched). With
+# the canary's readings and word (the section above), the checks: each a value against a limit,
+# ok True, False or None (not made here); "quiet" only if none failed, "disturbed" with each
+# failed check's reason (what the run measured) and remedy (what to do). Limits set by hand.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
                           # exceeds the others' this much (set by hand); the check needs half
-MATERIAL_SHARE = 0.05     # the ops whose process groups are reported: this share of the forward
 COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time, at the largest
                           # T with a window
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
@@ -1470,6 +1422,57 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
                       "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
 
 
+CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
+
+
+def cpufreq_MHz(dirs):
+    """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
+    return [int(v) // 1000 for p in dirs if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
+
+
+def cpufreq_settings():
+    """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
+    folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
+    govs = {read_text(p / "scaling_governor") for p in folders} - {None}
+    no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
+    return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
+            "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in folders} - {None}))
+            or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
+            "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
+                     ("on" if boost == "1" else "off") if boost is not None else None}
+
+
+def preemptions():
+    """Involuntary context switches of all this process's threads so far, BLAS threads included
+    (psutil counts the main thread's only), or None off Linux, which does not count them."""
+    return None if platform.system() != "Linux" else sum(
+        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
+        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
+
+
+@contextlib.contextmanager
+def machine_around(rec, clock):
+    """What the machine did around one sample: page faults into its T's record (None where the OS
+    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
+    f0 = page_faults()
+    yield
+    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
+    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
+
+
+@contextlib.contextmanager
+def worker_conditions():
+    """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
+    each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
+    switches, t0 = preemptions(), time.perf_counter()
+    rec = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    yield rec
+    del rec["dirs"]
+    rec.update(sampling_s=time.perf_counter() - t0,
+               preempted=None if switches is None else preemptions() - switches)
+
+
 def machine_load(own_pids):
     """CPU seconds so far, system-wide (busy, all, steal where the OS has it) and of every
     other readable process by pid, with its name (never its arguments) and start."""
@@ -1481,6 +1484,19 @@ def machine_load(own_pids):
              if p.pid not in own_pids and p.info["cpu_times"] and p.info["name"]}
     return {"perf_s": time.perf_counter(), "epoch_s": time.time(), "busy": busy,
             "all_cpu_s": busy + idle + (steal or 0), "steal": steal, "procs": procs}
+
+
+@contextlib.contextmanager
+def machine_watched(workers, in_process):
+    """Around the workers: the machine's load before and after (machine_load) and this run's own
+    CPU seconds in between, into the dict it yields ("load", "own_cpu_s"); `workers`, the list
+    their results go into (Windows counts no children's times: theirs are added)."""
+    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
+    out, own0 = {"load": [machine_load({os.getpid()})]}, own()
+    yield out
+    out["load"].append(machine_load({os.getpid()}))
+    out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in workers)
+                                       if os.name == "nt" and not in_process else 0)
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1603,13 +1619,6 @@ def verdict_from(checks):
             "unknown": [n for n, c in checks.items() if c["ok"] is None]}
 
 
-def process_group_findings(rows):
-    """Each op holding MATERIAL_SHARE of the forward, at each T where its processes fall in two."""
-    return [{"op": k, "T": r["T"], "groups": r["ops"][k]["process_groups"]} for r in rows
-            for k in OPS if r["ops"][k]["time_share"] >= MATERIAL_SHARE and
-            len(r["ops"][k]["process_groups"]) > 1]
-
-
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help av at the largest T with a window (threading_windows)? A finding,
     not a disturbance; one thread advised only if it was faster in the same windows."""
@@ -1632,7 +1641,7 @@ def cooperation_finding(windows, threads_ran):
 def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows,
               windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
-    or changed under the run (the clock; the canary's rules). Findings: groups, threads."""
+    or changed under the run (the clock; the canary's rules). A finding: the threads' help."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -1640,8 +1649,7 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
                        hardware["virtualized"]),
         **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5],
-        "findings": {"process_groups": process_group_findings(rows),
-                     "threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}}
+        "findings": {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1662,11 +1670,9 @@ def keep_heap():
     return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
 
 
-PROFILES = {  # a run's plan: ceiling_repeats, beta's and pi's; cache_repeats, the other copies
-    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6,
-             "ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3,
-              "ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
+    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6},
+    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3}}
 HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
 WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
 HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
@@ -1690,14 +1696,11 @@ def worker_job(task):
         canary = make_canary()
         gc.disable()
         try:
-            switches, t0, started = preemptions(), time.perf_counter(), time.time()
-            clock = {"dirs": CPUFREQ(), "MHz": []}  # found once; VM: none
-            by_T = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
-                                lambda rec: machine_around(rec, clock),
-                                lambda i, args, rec: after_sample(task, i, args, rec, canary))
-            sampled = {"by_T": by_T, "started": started,
-                       "sampling_s": time.perf_counter() - t0, "MHz": clock["MHz"],
-                       "preempted": None if switches is None else preemptions() - switches}
+            with worker_conditions() as sampled:
+                sampled["by_T"] = take_samples(
+                    task, mha, lambda fn, t: watched(fn, t, canary),
+                    lambda rec: machine_around(rec, sampled),
+                    lambda i, args, rec: after_sample(task, i, args, rec, canary))
             calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
@@ -1771,7 +1774,7 @@ def make_plan(args, hardware, threads, given):
     each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
     # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
     one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    spec, n_ceiling = ceiling_plan(prof, hardware, n_warm, time_pi=given is None)
+    spec, n_ceiling = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
@@ -1792,17 +1795,13 @@ def spawn_all(plan, in_process):
     the machine's load before and after them, this run's own CPU seconds in between)."""
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
-    own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    load, own0 = [machine_load({os.getpid()})], own()
-    for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
-            f"{task['T_sweep']}")
-        done.append(spawn_one(task, in_process, worker_timeout(task)))
-        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
-    load.append(machine_load({os.getpid()}))
-    own_cpu_s = own() - own0 + (sum(w["cpu_s"] for w in done)  # Windows: no children's times
-                                if os.name == "nt" and not in_process else 0)
-    return done[0], done[1:], load, own_cpu_s
+    with machine_watched(done, in_process) as watched_run:
+        for n, task in enumerate(plan["tasks"]):
+            say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
+                f"{task['T_sweep']}")
+            done.append(spawn_one(task, in_process, worker_timeout(task)))
+            say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
+    return done[0], done[1:], watched_run["load"], watched_run["own_cpu_s"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1814,8 +1813,8 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its calls at the largest T (calls_at's arrays, and half an (h, T, T) array that freed arrays
-    leave unused, set by hand) and its ceilings (largest copy block, pi's)."""
+    its calls at the largest T (calls_at's arrays, plus half an (h, T, T) array: set by hand to
+    cover what tracemalloc saw beyond them, test_cli) and its ceilings (largest copy, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
@@ -1925,8 +1924,8 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
         "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
-        "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted "
-                              "cpu_s".split()} for w in spawned],
+        "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
+                              "blas_threads".split()} for w in spawned],  # the threads it ran
         "canary": {"reference_s": [w["canary_reference"] for w in spawned],
                    "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
                    "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
@@ -1940,7 +1939,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
 def run_lab(args, argv):
     """A run of the lab, step by step in the order the data flows (Part I's Blocks B to F, the
     harness around them); all files written at once."""
-    run_t0, hardware = time.perf_counter(), machine_facts()
+    run_t0, hardware = time.perf_counter(), machine_facts(cpufreq_settings())
     threads, blas = thread_record(args.threads, hardware)
     given = phase1_ceilings(args)
     plan = make_plan(args, hardware, threads, given)
@@ -2158,8 +2157,6 @@ def report(results, out):
     notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
              f"figures from {processes_feeding(results)} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
-    notes += ["processes in two groups (a finding, not a disturbance): "
-              + groups_text(g) for g in found["process_groups"]]
     if found["threads_cooperate"]["holds"] is False:
         notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
                      f"{found['threads_cooperate']['advice']}")
@@ -2203,8 +2200,9 @@ def main(argv=None):
                                                 "roofline.png": png_bytes(plot_roofline(res))})
                     print(f"wrote perf.png, roofline.png to {args.out}")
             except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
-                raise UsageError("a results.json lacks what this perf.py reads "
-                                 f"({type(e).__name__}: {e}); nothing written") from None
+                raise UsageError("this perf.py could not read what it needs from a results.json "
+                                 f"({type(e).__name__}: {e}): one of another perf.py's, or a "
+                                 "fault of this one; nothing written") from None
         else:
             report(run_lab(args, argv), args.out)
         return 0
