@@ -85,6 +85,8 @@ MUTATIONS = {
     "a few faults": each_rerun(lambda x: [v.update(page_faults_per_forward=10.0) for v in x["default_heap"].values()]),
     "the runs overlap": each_rerun(lambda x: x.update(ended=x["ended"] + 1000)),
     "no drift": no_drift,
+    "few timer pairs": lambda r, m, runs: [x.update(instrumentation_overhead_interval_coverage=0.5)
+                                           for x in r["sweep"]],
     "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
     "a governor": lambda r, m, runs: r["hardware"].update(cpu_governor_at_run="performance"),
     "a laptop ridge below d_k/2": lambda r, m, runs: r["analysis"]["on_lab_laptop"].update(ridge_range=[5, 6]),
