@@ -623,9 +623,6 @@ CLAIMS = [
     (REP, "fresh processes can run the same op at different speeds", lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
 
     (SOL, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
-    (SOL, "scores and av can land on different sides of the ridge", lambda r, m: any(  # as at T = 64
-        o["bound"] in ("memory", "compute") and o["level_bound"] != o["bound"]
-        for x in r["sweep"] for o in (x["ops"]["scores"], x["ops"]["av"]))),
     (SOL, "what the six timers cost, with a distribution-free interval of at least", lambda r, m: all(
         x["instrumentation_overhead_interval_coverage"] >= r["estimators"]["confidence"] for x in r["sweep"])),
     (SOL, "In the reference they sit near the ridge, which moves with β, so their class changes from run to run",

@@ -85,8 +85,6 @@ MUTATIONS = {
     "a few faults": each_rerun(lambda x: [v.update(page_faults_per_forward=10.0) for v in x["default_heap"].values()]),
     "the runs overlap": each_rerun(lambda x: x.update(ended=x["ended"] + 1000)),
     "no drift": no_drift,
-    "one roof": lambda r, m, runs: [o.update(level_bound=o["bound"]) for x in r["sweep"]
-                                    for o in x["ops"].values()],
     "few timer pairs": lambda r, m, runs: [x.update(instrumentation_overhead_interval_coverage=0.5)
                                            for x in r["sweep"]],
     "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
