@@ -264,6 +264,9 @@ RERUN_COUNT = lambda r, m: count(len(RERUNS))  # noqa: E731
 SOFTMAX_MEMORY = lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))  # noqa: E731
 SM_RANGE = lambda r, m: spread(r, m, SM_RATIO, 1, 100)  # noqa: E731
 UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)  # noqa: E731
+SM_LEVEL = lambda x: x["softmax_at_T_512"]["ratio_to_level_ceiling"]  # noqa: E731  the roof of its cache
+LEVEL_RANGE = lambda r, m: spread(r, m, SM_LEVEL, 1, 100)  # noqa: E731
+LEVEL_UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_LEVEL(x) < 0.1)  # noqa: E731
 SM_SHARE = lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)  # noqa: E731
 BYTES_SAVED = lambda r, m: num(P27(r)["bytes_reduction"], 0)  # noqa: E731
 PAST_RIDGE = lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])  # noqa: E731
@@ -318,7 +321,8 @@ LAB = [
     ("the softmax ran at **{} %** of its memory roofline", SM_RANGE),
     ("across the **{}** runs: under", N),
     ("under the lab's 10 % in **{}** of them", UNDER_10),
-    ("on one thread): **{} %**.", lambda r, m: spread(r, m, SM_1T, 1, 100)),
+    ("its arrays fit in: **{} %**, under 10 %", LEVEL_RANGE),
+    ("under 10 % in **{}**. This run's", LEVEL_UNDER_10),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(SM(r)["GFLOPS"], 2)),
     ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
     ("%** of **{}** (β", lambda r, m: num(SM(r)["memory_ceiling_GFLOPS"], 1)),
@@ -377,7 +381,7 @@ LAB = [
     ("this run started **{}**th.", lambda r, m: str(POSITION(r, m))),
     ("**{}** runs called themselves quiet", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
-    ("those minutes: β ranged from **{}** GB/s", BETA_RANGE),
+    ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
     ("and the forward at T = 512 from **{}** ms, the", FWD_RANGE),
     ("the slowest being run **{}** in start order", lambda r, m: (lambda runs: str(1 + runs.index(max(runs, key=FWD))))(RUNS(r, m))),
     ("near one in size: **{}**. A run's", lambda r, m: "** and **".join(
@@ -392,7 +396,7 @@ LAB = [
     ("samples from **{}** fresh processes", lambda r, m: WORDS[r["config"]["workers"]]),
     ("less any left out (this run: **{}**)", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
-    ("interval (**{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
+    ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
     ("percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)["pi_repeats"]
      else "?"),
@@ -408,6 +412,8 @@ TOP = [
     ("memory-bound at T = 64 in **{}** runs", CLASS_COUNT(64, "memory")),
     ("compute-bound at T = 512 in **{}**.", CLASS_COUNT(512, "compute")),
     ("it ran at **{} %** of its", SM_RANGE),
+    ("its arrays fit in, **{} %**, under 10 %", LEVEL_RANGE),
+    ("under 10 % in **{}**. Most of its time", LEVEL_UNDER_10),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("with **{}** times fewer bytes", BYTES_SAVED),
     ("past the ridge in **{}** runs", PAST_RIDGE),
@@ -427,6 +433,7 @@ REPORT = [
     ("compute-bound at T = 512 in **{}**", CLASS_COUNT(512, "compute")),
     ("memory-bound at T = 64 in **{}**.", CLASS_COUNT(64, "memory")),
     ("the softmax ran at **{} %** of", SM_RANGE),
+    ("cache its arrays fit in, **{} %**), and took", LEVEL_RANGE),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("took **{} %** of the forward", SM_SHARE),
     ("would move **{}** times fewer bytes", BYTES_SAVED),
@@ -448,6 +455,8 @@ SOLUTION = [
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
     ("above {}, so expect", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("in the reference, **{} %** of its", SM_RANGE),
+    ("its arrays fit in, **{} %**, under 10 %", LEVEL_RANGE),
+    ("under 10 % in **{}**: say which roof", LEVEL_UNDER_10),
     ("under 10 % in **{}** of the runs", UNDER_10),
     ("and from T = {} a working set", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     ("past its {} MiB L3", lambda r, m: str(LAP(r)["caches_bytes"]["L3"] >> 20)),
@@ -542,8 +551,6 @@ PASSES_MOST = lambda x: all(PASS_RATIO(e) > 0.5 for e in x["softmax_passes"])  #
 SCALE_PART = lambda x: 0 < x["scores_steps_at_T_512"]["scale_s"] < (  # noqa: E731
     x["time_s"]["512"]["scores"] - x["time_s"]["512"]["av"])
 THREADS_PART = lambda x: 1 < THREAD_GAP(x, "one_thread_s") < THREAD_GAP(x, "all_threads_s")  # noqa: E731
-MOVED = lambda r, m: all(  # noqa: E731  β and the forward each spread over 10 % across the runs
-    max(map(f, RUNS(r, m))) > 1.1 * min(map(f, RUNS(r, m))) for f in (lambda x: x["beta"], FWD))
 FAULTS_OVER_1000 = lambda x: all(x["default_heap"][T]["page_faults_per_forward"] > 1000 for T in ("256", "512"))  # noqa
 DEAREST_AT = lambda x, Ts: all(  # noqa: E731  the dearest pass at these T as DEAREST says
     max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
@@ -572,7 +579,6 @@ CLAIMS = [
     (LABR, "above d_k/2: scores and av memory-bound against DRAM at every T",
      lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     # question 2
-    (LABR, "(numpy runs the softmax on one thread)", lambda r, m: EVERY(r, m, SOFTMAX_ONE_THREAD)),
     (LABR, "threads copying", lambda r, m: EVERY(r, m, lambda x: x["beta_from"] == "all_cpus")),
     (LABR, "copies of their bytes cost far less", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
     (LABR, "lay closer to the same calls in cache than to copies of their bytes",
@@ -594,7 +600,6 @@ CLAIMS = [
     (LABR, "the forward page-faults from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
     # the thirteen runs
     (LABR, "Each run started within", ONE_AFTER_ANOTHER),
-    (LABR, "The host's level moved over those minutes", MOVED),
     (LABR, "no cpufreq, so no `performance` governor",
      lambda r, m: r["conditions"]["unknown"] == ["governor_or_turbo_changed"]
      and r["hardware"]["cpu_governor_at_run"] == "unavailable"),
@@ -609,10 +614,8 @@ CLAIMS = [
      "calls cost in cache", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and PASSES_MOST(x))),
     ("README.md", "against the lab's expectation that the projections lead",
      lambda r, m: not SOME(r, m, lambda x: x["expected_observations_held"][0])),
-    ("README.md", "The host's level moved over those minutes", MOVED),
 
     (REP, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
-    (REP, "the host's level moved over the runs' minutes, and runs minutes apart differ with it", MOVED),
     (REP, "Scores and av sit near the ridge, which moves with β, so their class changes from run to run", FOLLOWS_BETA),
     (REP, "cost together about what the same calls cost in cache, at every T in every run",
      lambda r, m: EVERY(r, m, IN_CACHE)),
