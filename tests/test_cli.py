@@ -211,13 +211,12 @@ def test_a_worker_that_hangs_is_killed_after_its_timeout():
 
 def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch):
     full = tiny_task(samples_each_T=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
-    assert perf.worker_timeout(full) == perf.WORKER_TIMEOUT_S  # a full run's workers: 1.3-5 s each (AMD host)
+    assert perf.worker_timeout(full) == perf.WORKER_TIMEOUT_S  # a full run's: far under the floor
     for task in (tiny_task(**{**full, "samples_each_T": 1000, "min_time": 0.5}),  # 2000 s
                  tiny_task(**{**full, "T_sweep": [16384]})):  # a forward: ~74.5 GFLOPs
         asked = task["samples_each_T"] * sum(max(task["min_time"], 74.5e9 * (T / 16384)**2
                                                  / (perf.HANG_GFLOPS * 1e9)) for T in task["T_sweep"])
         assert perf.worker_timeout(task) == pytest.approx(perf.HANG_RATIO * asked, rel=0.01)
-        assert perf.HANG_RATIO * asked > perf.WORKER_TIMEOUT_S
     given = []
     monkeypatch.setattr(perf, "WORKER_TIMEOUT_S", 0)  # so that a tiny task's is its own
     monkeypatch.setattr(perf, "spawn_one", lambda task, in_process, timeout: given.append(

@@ -86,8 +86,9 @@ class UsageError(Exception):
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, its function, the two forwards below) and
-# its costs in Block D (forward_arrays, op_cost, OP_ARRAYS); which tuple it joins, FUSED or
-# PROJECTIONS, is all that Block E reads of it (tests/synthetic.py: its times).
+# its costs in Block D (forward_arrays, op_cost, OP_ARRAYS). Block E reads it through the tuple
+# it joins, FUSED or PROJECTIONS; Phase 27's preview and the expected observations' wording
+# assume today's five, and so do tests/synthetic.py's times.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
@@ -1013,9 +1014,10 @@ def threads_warning(results):
 # ----------------------------------------------------------------------------------------------
 # The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's method in
 # the first CEILING_WORKERS warm workers, after their samples and on the run's BLAS threads (so pi
-# is the run's matmul rate, not the CPU's peak): ceiling_plan, time_ceilings; the canary does not
-# judge them. Each the fast side of its repeats (combine_ceilings); Block D's ceilings_and_ridge
-# takes them, with Phase 1's in their place when given.
+# is the run's matmul rate, not the CPU's peak): ceiling_plan, time_ceilings. The canary sets no
+# repeat aside; the processes it left out give none, unless no counted one timed any. Each the
+# fast side of its repeats (combine_ceilings); Block D's ceilings_and_ridge takes them, with
+# Phase 1's in their place when given.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1141,7 +1143,8 @@ def time_ceilings(spec, min_time):
 
 def rate_estimate(runs, key):
     """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, the CEILING_QUANTILE
-    (the fast side: interference is assumed only to slow a repeat); its CONFIDENCE interval."""
+    (the fast side: interference is assumed only to slow a repeat); its interval (at least
+    CONFIDENCE where the repeats allow, else their whole range: its coverage says which)."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
@@ -1220,7 +1223,8 @@ def calls_at(T, task, mha):
     on as many queries (rows of S) as the mask_add pass's three arrays fit in cache_budget_bytes
     (in_cache; no pass touches more than three), and one thread's copy of
     its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
-    CALL_REPEATS batches of CALL_MIN_TIME in turn (a slow spell costs a batch, not a figure)."""
+    CALL_REPEATS batches of CALL_MIN_TIME in turn (a slow spell shorter than the rounds costs a
+    batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1445,7 +1449,7 @@ def cpufreq_settings():
 
 def preemptions():
     """Involuntary context switches of all this process's threads so far, BLAS threads included
-    (psutil counts the main thread's only), or None off Linux, which does not count them."""
+    (psutil counts the main thread's only), or None off Linux (only Linux's /proc is read)."""
     return None if platform.system() != "Linux" else sum(
         int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
         for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
