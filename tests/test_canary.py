@@ -55,6 +55,7 @@ def run(tmp_path, monkeypatch, extra=()):
     for plot in ("plot_perf", "plot_roofline"):
         monkeypatch.setattr(perf, plot, lambda res: None)
     monkeypatch.setattr(perf, "png_bytes", lambda fig: b"")
+    monkeypatch.setattr(perf, "CALL_MIN_TIME", 1e-4)  # the passes' figures are not tested here
     args = ARGS + list(extra)  # argparse: a later flag wins
     return perf.run_lab(perf.parse_args(args + ["--out", str(tmp_path)]), args)
 

@@ -62,6 +62,7 @@ def run(tmp_path, capsys, canary=steady_canary):
     drawn (test_plots draws them)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(perf, "png_bytes", lambda fig: b"")
+        m.setattr(perf, "CALL_MIN_TIME", 1e-4)  # the passes' figures are not what is tested here
         m.setattr(perf, "make_canary", canary)
         for plot in ("plot_perf", "plot_roofline"):
             m.setattr(perf, plot, lambda res: None)

@@ -17,17 +17,25 @@ from conftest import EXP, copy_checkout
 DATA = EXP.parent.parent / "tests" / "data"
 
 
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """One copy of this checkout for the three runs; each test starts from its commit."""
+    dest = tmp_path_factory.mktemp("rebind") / "repo"
+    env = copy_checkout(dest)
+    if env is None:
+        pytest.skip("not a git checkout")
+    return dest, env
+
+
 @pytest.mark.parametrize("other", ["other-run", "laptop-run", "threshold-run"])
-def test_rebind_on_another_real_run_leaves_every_figure_test_passing(tmp_path, other):
+def test_rebind_on_another_real_run_leaves_every_figure_test_passing(checkout, other):
     """Short real runs of the same perf.py: other-run as it measures; laptop-run with --roofline
     tests/data/laptop-roofline.json, the curriculum's laptop figures, whose ridge lies above d_k/2
     (no threshold T for scores and av); threshold-run with tests/data/threshold-roofline.json,
     whose ridge lies below it (a threshold T): Q1's answer re-binds either way."""
     OTHER = DATA / other
-    dest = tmp_path / "repo"
-    env = copy_checkout(dest)
-    if env is None:
-        pytest.skip("not a git checkout")
+    dest, env = checkout
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=dest, env=env, check=True)
     exp = dest / EXP.relative_to(EXP.parent.parent)
     for name in ("results.json", "manifest.json"):
         shutil.copy2(OTHER / name, exp / name)
@@ -41,8 +49,8 @@ def test_rebind_on_another_real_run_leaves_every_figure_test_passing(tmp_path, o
     printed = proc.stdout.splitlines()
     assert [ln for ln in printed if ln.startswith("CLAIM ")] == flipped
     conditions = [ln for ln in printed if ln.startswith("CONDITION ")]
-    figures = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              "tests/test_docs.py", "-k", "bound_figure or unbound"], cwd=dest,
+    figures = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n",
+                              "0", "tests/test_docs.py", "-k", "bound_figure or unbound"], cwd=dest,
                              env=env, capture_output=True, text=True, timeout=120)
     # A condition that flipped is left for the prose to be re-read: only its document may fail.
     failing = set(re.findall(r"FAILED \S+\[([^\]]+)\]", figures.stdout))
