@@ -311,7 +311,7 @@ LAB = [
                                                            for x in RUNS(r, m) if BELOW(x)] or [None], 0)),
     ("(this run's: **{}**).", lambda r, m: num(THR(r)["T_threshold"], 1)),
     ("π stayed within ×**{}**,", lambda r, m: at_most(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
-    ("β moved ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
+    ("β ranged over ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
     ("(**{}** GB/s), and the ridge", BETA_RANGE),
     ("its rank correlation with β: **{}**)", lambda r, m: f"{np.corrcoef(*(rank([f(x) for x in RUNS(r, m)]) for f in (lambda x: x['beta'], lambda x: x['ridge'])))[0, 1]:.2f}".replace("-", "−")),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
@@ -398,7 +398,7 @@ LAB = [
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
     ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
-    ("percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)["pi_repeats"]
+    ("(this run's: **{}**) of a 128 MiB", lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)["pi_repeats"]
      else "?"),
     ("of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
     ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"])),
@@ -424,6 +424,8 @@ TOP = [
     ("β ranged from **{}** GB/s and the forward", BETA_RANGE),
     ("at T = 512 from **{}** ms. Each", FWD_RANGE),
     ("the committed run is **{}**.", lambda r, m: r["conditions"]["verdict"]),
+    ("*disturbed*: **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
+    ("of the **{}** said quiet", lambda r, m: count(len(RUNS(r, m)))),
 ]
 
 REPORT = [
@@ -467,10 +469,10 @@ SOLUTION = [
     ("(the reference's forwards page-faulted from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
     ("(found in **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["plateau"])),
-    ("each the 75th percentile of **{}** repeats", lambda r, m: str(C(r)["beta_repeats"])
+    ("(the committed run's: **{}**, with", lambda r, m: str(C(r)["beta_repeats"])
      if C(r)["beta_repeats"] == C(r)["pi_repeats"] else "?"),
     ("β and π each the {}th percentile", lambda r, m: EST(r, "ceiling_quantile")),
-    ("the run records (**{} %** in", lambda r, m: f"{100 * C(r)['beta_peak_interval_coverage']:.1f}"
+    ("interval of **{} %** coverage)", lambda r, m: f"{100 * C(r)['beta_peak_interval_coverage']:.1f}"
      if C(r)["beta_peak_interval_coverage"] == C(r)["pi_peak_interval_coverage"] is not None else "?"),
     ("estimate is the {}th percentile of its samples", lambda r, m: EST(r, "process_quantile")),
     ("the other processes' {}th percentile. The", lambda r, m: EST(r, "peer_quantile")),

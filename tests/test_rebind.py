@@ -49,9 +49,10 @@ def test_rebind_on_another_real_run_leaves_every_figure_test_passing(checkout, o
     printed = proc.stdout.splitlines()
     assert [ln for ln in printed if ln.startswith("CLAIM ")] == flipped
     conditions = [ln for ln in printed if ln.startswith("CONDITION ")]
-    figures = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n",
-                              "0", "tests/test_docs.py", "-k", "bound_figure or unbound"], cwd=dest,
-                             env=env, capture_output=True, text=True, timeout=120)
+    one_process = ["-n", "0", "--dist", "no"]  # pytest.ini's xdist off (old xdist needs both)
+    figures = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              *one_process, "tests/test_docs.py", "-k", "bound_figure or unbound"],
+                             cwd=dest, env=env, capture_output=True, text=True, timeout=120)
     # A condition that flipped is left for the prose to be re-read: only its document may fail.
     failing = set(re.findall(r"FAILED \S+\[([^\]]+)\]", figures.stdout))
     assert failing <= {ln.split()[1].rstrip(":") for ln in conditions}, figures.stdout[-3000:]
