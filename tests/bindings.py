@@ -271,6 +271,7 @@ SM_SHARE = lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"]
 BYTES_SAVED = lambda r, m: num(P27(r)["bytes_reduction"], 0)  # noqa: E731
 PAST_RIDGE = lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])  # noqa: E731
 BETA_RANGE = lambda r, m: spread(r, m, lambda x: x["beta"], 1)  # noqa: E731
+QUIET = lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")  # noqa: E731
 FWD_RANGE = lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)  # noqa: E731
 
 
@@ -379,7 +380,7 @@ LAB = [
     # the thirteen runs
     ("within **{}** s of the previous", lambda r, m: at_most(max(GAPS(r, m)), 1)),
     ("this run started **{}**th.", lambda r, m: str(POSITION(r, m))),
-    ("**{}** runs called themselves quiet", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
+    ("**{}** runs called themselves quiet", QUIET),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
     ("and the forward at T = 512 from **{}** ms, the", FWD_RANGE),
@@ -424,8 +425,8 @@ TOP = [
     ("β ranged from **{}** GB/s and the forward", BETA_RANGE),
     ("at T = 512 from **{}** ms. Each", FWD_RANGE),
     ("the committed run is **{}**.", lambda r, m: r["conditions"]["verdict"]),
-    ("*disturbed*: **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")),
-    ("of the **{}** said quiet", lambda r, m: count(len(RUNS(r, m)))),
+    ("*disturbed*: **{}** of the", QUIET),
+    ("of the **{}** said quiet", N),
 ]
 
 REPORT = [
