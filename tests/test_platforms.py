@@ -96,7 +96,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     assert f["cur_MHz"][0] == 1600
     assert man["hardware"]["cpu_governor_at_run"] == "powersave"
     t = res["threads"]
-    assert (t["asked"], t["blas_threads"], t["includes_hyperthreads"]) == (4, 8, True)
+    assert (t["asked"], t["blas_threads"]) == (4, 8)
     warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
     assert any("4 BLAS threads were asked for" in ln and "hyper-thread" in ln for ln in warnings)
     assert any("'powersave'" in ln and "cpupower frequency-set" in ln for ln in warnings)
@@ -134,20 +134,24 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
     assert res["conditions"]["verdict"] == "disturbed"
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
     # The CPUs' mean clock: 1600 + 100 * (0..7) MHz = 1950, then three quarters of it.
-    assert any("the cores ran at 1950 MHz in the first counted worker and 1462 MHz in the last (speed -25%)"
+    assert any("the CPUs ran at 1950 MHz on average in the first counted worker and 1462 MHz in the last "
+               "(speed -25%)"
                in f["reason"] for f in res["conditions"]["failed"])
     assert "disturbed run:" in out and "what to do: on a laptop, turbo can end" in out
 
 
 def test_threads_asked_by_flag_environment_or_default(monkeypatch):
     hw = {"physical_cores": 4}
+    monkeypatch.setattr(perf, "blas_info", lambda: [])
+    plan = lambda flag: tuple(perf.thread_record(flag, hw)[0][k]  # noqa: E731
+                              for k in ("imposed", "asked", "asked_by"))
     for var in perf.THREAD_VARS:
         monkeypatch.delenv(var, raising=False)
-    assert perf.threads_plan(None, hw) == (4, 4, "default: one per physical core")
-    assert perf.threads_plan(2, hw) == (2, 2, "flag: --threads")
+    assert plan(None) == (4, 4, "default: one per physical core")
+    assert plan(2) == (2, 2, "flag: --threads")
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert perf.threads_plan(None, hw) == (None, 3, "environment: OMP_NUM_THREADS=3")
-    assert perf.threads_plan(2, hw)[:2] == (2, 2)  # the flag wins
+    assert plan(None) == (None, 3, "environment: OMP_NUM_THREADS=3")
+    assert plan(2)[:2] == (2, 2)  # the flag wins
 
 
 KERNEL_QUERY = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None) is not None
@@ -297,7 +301,7 @@ def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, 
 def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
     monkeypatch.setattr(perf, "blas_info", lambda: [])
     res, _, out = run(tmp_path, capsys)
-    assert res["threads"]["blas_threads"] is None and res["threads"]["includes_hyperthreads"] is None
+    assert res["threads"]["blas_threads"] is None
     assert "sees no BLAS" in out
     assert res["config"]["one_thread_rounds"] == [] and res["analysis"]["threading_windows"] == []
 

@@ -11,15 +11,17 @@ calls it: the machine, the ceilings, the ops taken apart, the canary, the verdic
 a run (run_lab), --compare, the command line. Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B, one after the other
   (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and the
-  canary's section (watched, mark_samples: what the harness adds to a sample);
-- time_s and its interval: Block B (summarize), and the canary's section (which samples and
-  processes feed it: set_aside, slow_processes, pool_row);
-- the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D
-  (forward_arrays, op_cost, OP_ARRAYS: their arrays, costs and working sets);
-- quiet or disturbed: the canary's section and the conditions' and verdict's after it, which
-  watch the machine (worker_conditions, machine_watched, cpufreq_settings) and judge (judge_run);
-- beta and pi: the ceilings' section (read_ceilings; else ceiling_plan, time_ceilings,
-  combine_ceilings), and Block D (ceilings_and_ridge: the ridge).
+  harness's watch on it, the canary's section (watched, mark_samples) with the conditions' after
+  it (watched_samples: the hooks a worker hands take_samples);
+- time_s and its interval: Block B (summarize, pool_T), and the canary's section (which
+  samples and processes feed it: set_aside, slow_processes, pool_row);
+- the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
+  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS); everything else reads these;
+- quiet or disturbed: the canary's, conditions' and verdict's sections, one stretch (what a
+  worker watches, watched_samples; what the parent watches, machine_watched; the judging,
+  judge_processes and judge_run), and run_lab, which calls them;
+- beta and pi: the ceilings' section (who times them, when, how, how they are combined), and
+  Block B (run_for: a repeat; quantile_estimate: its interval); ridge: ceilings_and_ridge (D).
 """
 
 import argparse
@@ -85,10 +87,10 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, its function, the two forwards below) and
-# its costs in Block D (forward_arrays, op_cost, OP_ARRAYS). Block E reads it through the tuple
-# it joins, FUSED or PROJECTIONS; Phase 27's preview and the expected observations' wording
-# assume today's five, and so do tests/synthetic.py's times.
+# The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
+# and the tables of Block D (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED).
+# All else reads them: the pictures, Block E (through the tuple the op joins), the memory
+# estimate. tests/synthetic.py's TIMES_MS gives each op a time (its strict zip fails until then).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
@@ -193,13 +195,12 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
-# OPS, one forward's seconds (its forwards' sum / n); n; and what the harness adds (Part II, the
-# canary's section): canary_pair, the canary's last reading before the batch and its first after
-# it (the run_batch hook, watched; for a new T the warm-up forward, and after a sample its timer
-# pairs, run between that "before" and the batch), then canary_ratio, which decides whether the
-# sample feeds the figures (mark_samples); a sample on one BLAS thread, `after`, the index of the
-# sample on all threads it follows. The processes share each T's samples, one of every T a round.
+# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards. It holds,
+# per op of OPS, one forward's seconds (its forwards' sum / n), and n. The harness adds (Part II,
+# the canary's section): canary_pair, the canary's last reading before the batch and its first
+# after it (the run_batch hook, watched); canary_ratio, which decides whether the sample feeds the figures
+# (mark_samples); for a repeat on one BLAS thread, `after`, the index of the sample it follows.
+# The processes share each T's samples, one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -222,11 +223,11 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in OPS}, "n": n, **added}
 
 
-def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after=None):
+def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
     """One process's samples_each_T samples of every T, each T after one untimed forward (the
     warm-up): in rounds of every T in a rotating order, meant to spread a slow episode over every T
     (else each T in turn). The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a
-    context around each sample, `after(i, (x, mha, mask), record)` after sample i of a T.
+    context around each sample, `after_each(i, (x, mha, mask), record)` after sample i of a T.
     {T: {"samples": [...]}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
@@ -240,15 +241,15 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
             attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS threads
         with around(rec):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, run_batch))
-        if after:
-            after(i, (x, mha, mask), rec)
+        if after_each:
+            after_each(i, (x, mha, mask), rec)
     return {str(T): rec for T, rec in out.items()}
 
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
 CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowing
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": "the median over this run's warm-heap worker processes of each one's "
+    "time_s": "the median over this run's warm worker processes of each one's "
     f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
     "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
     "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
@@ -523,6 +524,7 @@ def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
 
 
 working_set = functools.partial(call_bytes, table=OP_ARRAYS)
+FLASH_ARRAYS = ("Q", "K", "V", "O")  # the FUSED ops as one, S and A never written (Phase 27)
 
 
 def ceilings_and_ridge(given, measured):
@@ -719,9 +721,9 @@ def expected_observations(rows):
     t2 = lambda T: sum(shares[T][op] for op in FUSED)  # noqa: E731
     return [{"claim": claim, "held": held, "projections_share": proj(T), "T2_ops_share": t2(T)}
             for claim, held, T in (
-                (f"At T={min(shares)} the projections (qkv_proj + out_proj) dominate",
+                (f"At T={min(shares)} the projections ({' + '.join(PROJECTIONS)}) dominate",
                  proj(min(shares)) > 0.5, min(shares)),
-                (f"At T={max(shares)} the T^2 ops (scores, softmax, av) dominate",
+                (f"At T={max(shares)} the T^2 ops ({', '.join(FUSED)}) dominate",
                  t2(max(shares)) > 0.5, max(shares)))] + [
         {"claim": "softmax is never the smallest component",
          "held": "softmax" not in smallest.values(),
@@ -733,8 +735,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
     S and A never written, far fewer bytes, and the roof there (pi or beta x I; not measured)."""
     fused = [row["ops"][op] for op in FUSED]
     flops, nbytes, seconds = (sum(o[k] for o in fused) for k in ("flops", "bytes", "time_s"))
-    a = forward_arrays(row["T"], d_model, n_heads)
-    flash = a["Q"] + a["K"] + a["V"] + a["O"]  # Q, K, V read and out_h written, once each
+    flash = call_bytes(row["T"], d_model, n_heads, {"flash": FLASH_ARRAYS})["flash"]
     roof = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
     return {"T": row["T"], "flops": flops,
             "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
@@ -812,11 +813,12 @@ def scores_step_times(rows, counted):
     """scores taken apart at each T: its matmul and its scaling pass, each the median over the
     processes (seconds) with its interval; the sweep's scores beside."""
     out = []
-    for T in (r["T"] for r in rows):
-        if got := [w["calls"][str(T)]["scores"] for w in counted if str(T) in w["calls"]]:
+    for row in rows:
+        if got := [w["calls"][str(row["T"])]["scores"] for w in counted if str(row["T"]) in
+                   w["calls"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
-            out.append({"T": T, "process_count": len(got), **steps["matmul"], **steps["scale"],
-                        "sweep_scores_s": entry_at(rows, T)["ops"]["scores"]["time_s"]})
+            out.append({"T": row["T"], "process_count": len(got), **steps["matmul"],
+                        **steps["scale"], "sweep_scores_s": row["ops"]["scores"]["time_s"]})
     return out
 
 
@@ -956,8 +958,7 @@ def machine_facts(freq):
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
     ident = cpu_identity(cpuinfo)
-    return {
-        "cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
+    return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
         **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
         "smt": physical and logical > physical, "caches": caches,
         "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86 says
@@ -972,26 +973,24 @@ def blas_info():
     return [{k: p.get(k) for k in keys} for p in threadpool_info() if p.get("user_api") == "blas"]
 
 
-def threads_plan(flag, hardware):
-    """(imposed, asked, asked_by): the BLAS threads to impose (None: as the environment set them),
-    how many were asked for, and by whom; by default one per physical core, as the lab asks."""
+def thread_record(flag, hardware):
+    """The run's threads: the BLAS threads asked for and by whom (by default one per physical
+    core, as the lab asks), imposed (None: as the environment set them) and that ran; and the BLAS
+    libraries seen."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
-        return flag, flag, "flag: --threads"
-    if env:
-        asked = int(first) if (first := next(iter(env.values()))).isdigit() else None
-        return None, asked, "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
-    return hardware["physical_cores"], hardware["physical_cores"], "default: one per physical core"
-
-
-def thread_record(flag, hardware):
-    """The run's threads record (asked, by whom, what BLAS runs) and the BLAS libraries seen."""
-    imposed, asked, asked_by = threads_plan(flag, hardware)
+        imposed, asked, asked_by = flag, flag, "flag: --threads"
+    elif env:
+        first = next(iter(env.values()))
+        imposed, asked = None, int(first) if first.isdigit() else None
+        asked_by = "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
+    else:
+        imposed = asked = hardware["physical_cores"]
+        asked_by = "default: one per physical core"
     with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
         blas = blas_info()
-    ran = blas[0]["num_threads"] if blas else None
-    return {"blas_threads": ran, "asked": asked, "imposed": imposed, "asked_by": asked_by,
-            "includes_hyperthreads": ran and ran > hardware["physical_cores"]}, blas
+    return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
+            "imposed": imposed, "asked_by": asked_by}, blas
 
 
 def threads_warning(results):
@@ -1012,12 +1011,14 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's method in
-# the first CEILING_WORKERS warm workers, after their samples and on the run's BLAS threads (so pi
-# is the run's matmul rate, not the CPU's peak): ceiling_plan, time_ceilings. The canary sets no
-# repeat aside; the processes it left out give none, unless no counted one timed any. Each the
-# fast side of its repeats (combine_ceilings); Block D's ceilings_and_ridge takes them, with
-# Phase 1's in their place when given.
+# The ceilings, all here. Phase 1's beta and pi when given (read_ceilings), else timed by Phase
+# 1's kernels (a copy, a matmul): who and what, ceiling_plan (the first CEILING_WORKERS warm
+# workers; make_plan hands them its spec); when, after each one's samples and passes (worker_job
+# calls time_ceilings last), on the run's BLAS threads (pi: the run's matmul rate, not the CPU's
+# peak). A repeat: one run_for batch (Block B), its rate the work over its seconds. A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats, pooled over the workers the canary
+# left in (none timed any: all), with quantile_estimate's interval (Block B). Block D's
+# ceilings_and_ridge takes them, Phase 1's in their place when given, and makes the ridge.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1069,7 +1070,7 @@ def copy_rates(buffers, n_threads, reps, min_time):
     releases the GIL). GB/s of `reps` repeats."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
-    with ThreadPoolExecutor(n_threads) as executor:
+    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
         copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
             (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
         copy()  # untimed: first touch of both buffers, threads started
@@ -1111,10 +1112,8 @@ CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul, and of the other
 
 
 def ceiling_plan(quick, hardware, n_warm, time_pi):
-    """What the first CEILING_WORKERS warm workers time, after their samples, and how many of them
-    there are: the copies of copy_levels and (time_pi: no Phase 1 pi given) pi's matmul, each
-    one's repeats shared among them. The copies are timed even beside Phase 1's beta: the cache
-    levels' roofs and one thread's DRAM copy are this run's alone."""
+    """(spec, how many workers time it): the copies of copy_levels, even beside Phase 1's beta (the
+    caches' roofs, one thread's DRAM copy), and pi's matmul (time_pi: no Phase 1 pi given)."""
     n_ceiling = min(n_warm, CEILING_WORKERS)
     profile = CEILING_PROFILES["quick" if quick else "full"]
     return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
@@ -1221,10 +1220,9 @@ def softmax_passes(S, mask):
 def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
     on as many queries (rows of S) as the mask_add pass's three arrays fit in cache_budget_bytes
-    (in_cache; no pass touches more than three), and one thread's copy of
-    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
-    CALL_REPEATS batches of CALL_MIN_TIME in turn (a slow spell shorter than the rounds costs a
-    batch, not a figure)."""
+    (in_cache; no pass touches more), and one thread's copy of its bytes (copy); at FOCUS_T, exp
+    in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches of CALL_MIN_TIME in
+    turn (a slow spell shorter than the rounds costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1278,7 +1276,8 @@ def make_canary():
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two readings of the canary, never during it: (calls,
-    seconds, {"canary_pair": [before, after]}); the after is the next batch's before."""
+    seconds, {"canary_pair": [before, after]}). The after is the next batch's before: for a new T
+    the warm-up forward, and after a sample its timer pairs, run between that before and a batch."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
@@ -1294,8 +1293,7 @@ BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this much
                           # process's reference around it (set by hand)
 PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
                           # exceeds the others' PEER_QUANTILE this much (set by hand)
-PEER_QUANTILE = 0.25      # the others' fast side, not their median, so that a slow half of the
-                          # processes cannot be the yardstick that keeps them (set by hand)
+PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
 
 
 def canary_quantile(readings, q):
@@ -1314,8 +1312,7 @@ def mark_samples(worker, reference):
 
 
 def set_aside(sample):
-    """A sample the canary sets aside from the figures (mark_samples gave it canary_ratio); the
-    others it keeps."""
+    """A sample the canary sets aside from the figures (canary_ratio: mark_samples'); else kept."""
     return sample["canary_ratio"] > BATCH_SLOW
 
 
@@ -1401,19 +1398,19 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's conditions and its verdict. What the machine did while the workers ran, watched here:
-# cpufreq's settings at the start and end (cpufreq_settings); in each worker, its involuntary
-# context switches over its sampling and cpufreq's MHz after each sample (worker_conditions,
-# machine_around); every process's CPU time before and after the workers (machine_watched). With
-# the canary's readings and word (the section above), the checks: each a value against a limit,
-# ok True, False or None (not made here); "quiet" only if none failed, "disturbed" with each
-# failed check's reason (what the run measured) and remedy (what to do). Limits set by hand.
+# The run's conditions and its verdict. Watched here: cpufreq's settings at the start and end
+# (cpufreq_settings, run_lab); in each worker, its involuntary context switches and cpufreq's MHz
+# after each sample (worker_conditions, machine_around; watched_samples, which worker_job calls,
+# wires them and the canary into take_samples); every process's CPU time around spawn_all's loop
+# (machine_watched). With the canary's word (the section above; run_lab calls judge_processes),
+# the checks (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok
+# True, False or None (not made); "quiet" only if none failed, else "disturbed" with each failed
+# check's reason (what the run measured) and remedy (what to do).
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
                           # exceeds the others' this much (set by hand); the check needs half
-COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time, at the largest
-                          # T with a window
+COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time (last window)
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
@@ -1456,13 +1453,13 @@ def preemptions():
 
 
 @contextlib.contextmanager
-def machine_around(rec, clock):
+def machine_around(rec, sampled):
     """What the machine did around one sample: page faults into its T's record (None where the OS
-    counts none); the clock after it (clock["dirs"]' MHz) into clock["MHz"]."""
+    counts none); the CPUs' mean MHz after it into the worker's record (worker_conditions')."""
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    clock["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(clock["dirs"])) else [])
+    sampled["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(sampled["dirs"])) else [])
 
 
 @contextlib.contextmanager
@@ -1470,11 +1467,11 @@ def worker_conditions():
     """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
     each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
     switches, t0 = preemptions(), time.perf_counter()
-    rec = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
-    yield rec
-    del rec["dirs"]
-    rec.update(sampling_s=time.perf_counter() - t0,
-               preempted=None if switches is None else preemptions() - switches)
+    sampled = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    yield sampled
+    del sampled["dirs"]
+    sampled.update(sampling_s=time.perf_counter() - t0,
+                   preempted=None if switches is None else preemptions() - switches)
 
 
 def machine_load(own_pids):
@@ -1503,35 +1500,47 @@ def machine_watched(workers, in_process):
                                        if os.name == "nt" and not in_process else 0)
 
 
+def watched_samples(task, mha):
+    """A worker's samples (take_samples) with the harness's hooks: the canary around every batch
+    (watched), the machine around every sample (machine_around), the timers' cost and one-thread
+    repeat after it (after_sample). worker_conditions' record, with by_T and canary_readings."""
+    canary = make_canary()
+    with worker_conditions() as sampled:
+        sampled["by_T"] = take_samples(
+            task, mha, lambda fn, t: watched(fn, t, canary),
+            lambda rec: machine_around(rec, sampled),
+            lambda i, args, rec: after_sample(task, i, args, rec, canary))
+    return {**sampled, "canary_readings": canary["readings"]}
+
+
 def make_check(value, limit, reason, remedy, do, basis=None):
-    """One check, and for when it fails its reason, remedy and remedy in a few words (`do`);
-    `basis`: what it was judged on, where there is a choice."""
+    """A check; if it fails, its reason, remedy and `do` (the remedy in a few words); `basis`."""
     return {"value": value, "limit": limit, "ok": None if value is None else value <= limit,
             "reason": reason, "remedy": remedy, "do": do, "basis": basis}
 
 
-def others_by_name(before, after):
+def others_by_name(start, end):
     """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
     between the two snapshots, or all it used if it started in between."""
-    wall, by_name = after["perf_s"] - before["perf_s"], {}
-    for pid, (name, secs, created) in after["procs"].items():
-        was = before["procs"].get(pid)
+    wall, by_name = end["perf_s"] - start["perf_s"], {}
+    for pid, (name, secs, created) in end["procs"].items():
+        was = start["procs"].get(pid)
         if was and was[0] == name and was[2] == created:
             secs -= was[1]
-        elif created < before["epoch_s"]:  # there before, but not readable then: unknown
+        elif created < start["epoch_s"]:  # there before, but not readable then: unknown
             continue
         by_name[name] = by_name.get(name, 0.0) + secs / wall
     return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(before, after, own_cpu_s, spare_cores, warm_workers, other_procs):
+def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_procs):
     """What others did: CPU use past the cores the run left free (a program on a spare core is
     allowed: a choice), the hypervisor's steal, the workers' preemptions over all their sampling."""
-    wall = after["perf_s"] - before["perf_s"]
-    others_cpus = max(0.0, (after["busy"] - before["busy"]) - own_cpu_s) / wall
+    wall = end["perf_s"] - start["perf_s"]
+    others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
-    steal = None if before["steal"] is None else \
-        (after["steal"] - before["steal"]) / max(after["all_cpu_s"] - before["all_cpu_s"], 1e-9)
+    steal = None if start["steal"] is None else \
+        (end["steal"] - start["steal"]) / max(end["all_cpu_s"] - start["all_cpu_s"], 1e-9)
     sampled = [(w["preempted"], w["sampling_s"]) for w in warm_workers
                if w["preempted"] is not None]
     rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
@@ -1562,8 +1571,8 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
     mhz = [float(np.median(w["MHz"])) for w in counted if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
-        what = (f"the cores ran at {mhz[0]:.0f} MHz in the first counted worker and {mhz[-1]:.0f} "
-                "MHz in the last")
+        what = (f"the CPUs ran at {mhz[0]:.0f} MHz on average in the first counted worker and "
+                f"{mhz[-1]:.0f} MHz in the last")
     elif len(counted) > 1:
         fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
             counted) - 1]]  # the first and the last
@@ -1642,8 +1651,7 @@ def cooperation_finding(windows, threads_ran):
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows,
-              windows):
+def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows, windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
     or changed under the run (the clock; the canary's rules). A finding: the threads' help."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
@@ -1697,23 +1705,16 @@ def worker_job(task):
         "mode": "default", "control": "the allocator's defaults"}
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
     with threadpool_limits(task["threads_imposed"], user_api="blas"):
-        canary = make_canary()
         gc.disable()
         try:
-            with worker_conditions() as sampled:
-                sampled["by_T"] = take_samples(
-                    task, mha, lambda fn, t: watched(fn, t, canary),
-                    lambda rec: machine_around(rec, sampled),
-                    lambda i, args, rec: after_sample(task, i, args, rec, canary))
+            sampled = watched_samples(task, mha)
             calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
     return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
-            "canary_readings": canary["readings"], "heap": heap,
-            "blas_threads": ran, "ended": time.time(),
-            "cpu_s": time.process_time()}
+            "heap": heap, "blas_threads": ran, "ended": time.time(), "cpu_s": time.process_time()}
 
 
 def worker_entry():
@@ -1817,11 +1818,12 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
     """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its calls at the largest T (calls_at's arrays, plus half an (h, T, T) array: set by hand to
-    cover what tracemalloc saw beyond them, test_cli) and its ceilings (largest copy, pi's)."""
+    its calls at the largest T (every array of the forward at once, as calls_at holds them, its
+    copy's buffers, and half an (h, T, T) array: set by hand to cover what tracemalloc saw beyond
+    them, test_cli) and its ceilings (largest copy, pi's)."""
     a = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    at_calls = sum(a[k] for k in ("P", "S", "Z", "D", "E", "A", "mask")) + a["A"] // 2 \
+    at_calls = sum(a.values()) + a["A"] // 2 \
         + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
@@ -1864,7 +1866,7 @@ def run_config(args, plan, threads):
             "one_thread_rounds": warm_task["one_thread_rounds"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
-            "model": "causal MHA, heads as a batch axis, no biases, float32"}
+            "model": "causal MHA, heads as a leading axis, no biases, float32"}
 
 
 def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
@@ -1921,8 +1923,7 @@ def provenance(argv):
 def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **sections):
     """results.json: config, machine, worker processes (spawned: the default-heap one first), the
     canary's references and who was left out, `sections` (ceilings, sweeps, analysis, verdict)."""
-    return {
-        "experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
+    return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
         "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
