@@ -11,8 +11,8 @@ calls it: the machine, the ceilings, the ops taken apart, the canary, the verdic
 a run (run_lab), --compare, the command line. Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B, one after the other
   (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and the
-  harness's watch on it, the canary's section (watched, mark_samples) with the conditions' after
-  it (watched_samples: the hooks a worker hands take_samples);
+  harness's watch, the canary's section (watched, mark_samples) and the conditions' after it
+  (watched_samples: the hooks a worker hands Block B);
 - time_s and its interval: Block B (summarize, pool_T), and the canary's section (which
   samples and processes feed it: set_aside, slow_processes, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
@@ -198,9 +198,9 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards. It holds,
 # per op of OPS, one forward's seconds (its forwards' sum / n), and n. The harness adds (Part II,
 # the canary's section): canary_pair, the canary's last reading before the batch and its first
-# after it (the run_batch hook, watched); canary_ratio, which decides whether the sample feeds the figures
-# (mark_samples); for a repeat on one BLAS thread, `after`, the index of the sample it follows.
-# The processes share each T's samples, one of every T a round.
+# after it (the run_batch hook, watched); canary_ratio, which decides whether the sample feeds
+# the figures (mark_samples); for a repeat on one BLAS thread, `after`, the index of the sample
+# it follows. The processes share each T's samples, one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -288,19 +288,19 @@ def process_estimate(times):
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
     time_s, the median of their process_estimate, its interval; both spreads; mean, SD."""
-    each = [process_estimate(w) for w in by_process]
-    pooled = np.concatenate([np.asarray(w, dtype=np.float64) for w in by_process])
+    each = [process_estimate(times) for times in by_process]
+    pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
             "worker_times": each, "between_process_rsd": rsd(each),
-            "within_process_rsd": float(np.median([rsd(w) for w in by_process]))}
+            "within_process_rsd": float(np.median([rsd(times) for times in by_process]))}
 
 
 def pool_T(T, feeding):
     """One T's row from the samples that feed its figures, {process: [sample, ...]} (which feed:
     the harness's word): per op, summarize's statistics; forward_s, the ops' time_s summed."""
-    ops = {k: summarize([[s[k] for s in w] for w in feeding.values()]) for k in OPS}
+    ops = {k: summarize([[s[k] for s in samples] for samples in feeding.values()]) for k in OPS}
     return {"T": T, "ops": ops, "forward_s": sum(ops[op]["time_s"] for op in OPS),
             "processes": list(feeding)}
 
@@ -385,7 +385,7 @@ def footer(fig, res, marks, protocol):
              f"run conditions: {cond['verdict']}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])]
     lines += [f"what to do: {todo}"] * bool(todo)
-    text = [w for ln in lines for w in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
+    text = [part for ln in lines for part in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
                                                      break_on_hyphens=False)]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
              color="firebrick" if cond["verdict"] == "disturbed" else "0.35")
@@ -764,8 +764,8 @@ def threading_windows(Ts, counted, keep=lambda sample: True):
     window; pairs whose samples `keep` both): per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
-        matched = [(a, o) for p in (w["by_T"][str(T)] for w in counted) for o in p.get(
-            "one_thread", []) if keep(a := p["samples"][o["after"]]) and keep(o)]
+        matched = [(a, o) for rec in (w["by_T"][str(T)] for w in counted) for o in rec.get(
+            "one_thread", []) if keep(a := rec["samples"][o["after"]]) and keep(o)]
         # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in OPS}
@@ -1141,16 +1141,14 @@ def time_ceilings(spec, min_time):
 
 
 def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, the CEILING_QUANTILE
-    (the fast side: interference is assumed only to slow a repeat); its interval (at least
-    CONFIDENCE where the repeats allow, else their whole range: its coverage says which)."""
+    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, their
+    CEILING_QUANTILE (the fast side: noise is assumed only to slow a repeat), and its interval."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
 
 def copy_estimate(runs):
-    """One level's copy, on one thread and, where measured, on all CPUs, each estimated over all its
-    repeats; the faster of the two estimates is the level's (its interval as if not chosen)."""
+    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
     one = rate_estimate([r["1thread"] for r in runs], "GBps")
     alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
     best = alls if alls and alls["GBps"] > one["GBps"] else one
@@ -1353,9 +1351,9 @@ def slow_processes(warm_workers):
     out = {}
     for i, w in enumerate(warm_workers):
         others = warm_workers[:i] + warm_workers[i + 1:]
-        ratios = {p: ref / float(np.quantile([o["canary_reference"][p] for o in others],
-                                             PEER_QUANTILE))
-                  for p, ref in w["canary_reference"].items()} if others else {}
+        ratios = {part: ref / float(np.quantile([o["canary_reference"][part] for o in others],
+                                                PEER_QUANTILE))
+                  for part, ref in w["canary_reference"].items()} if others else {}
         if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
             out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
                                "other_ratio": min(ratios.values())}
@@ -1375,11 +1373,13 @@ def pool_row(T, records):
     """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
     samples the canary kept, from the processes that kept any (none did: all, figures_from says);
     what the harness saw there: page faults a forward, the timers' cost (timer pairs)."""
-    samples, faults = [s for p in records for s in p["samples"]], [p["faults"] for p in records]
-    pair_ratios = [v - 1 for p in records for v in p.get("timer_ratios", [])]
+    samples = [s for rec in records for s in rec["samples"]]
+    faults = [rec["faults"] for rec in records]
+    pair_ratios = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
     aside = [s for s in samples if set_aside(s)]
-    kept_by = {p["label"]: [s for s in p["samples"] if not set_aside(s)] for p in records}
-    feeding = {k: w for k, w in kept_by.items() if w} or {p["label"]: p["samples"] for p in records}
+    kept_by = {rec["label"]: [s for s in rec["samples"] if not set_aside(s)] for rec in records}
+    feeding = {k: kept for k, kept in kept_by.items() if kept} or {
+        rec["label"]: rec["samples"] for rec in records}
     return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
             "samples_set_aside": len(aside),
             "figures_from": "kept samples" if any(kept_by.values()) else
@@ -1576,10 +1576,10 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
     elif len(counted) > 1:
         fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
             counted) - 1]]  # the first and the last
-        drop, basis = min(1 - fast[0][p] / fast[1][p] for p in fast[0]), "canary"
+        drop, basis = min(1 - fast[0][part] / fast[1][part] for part in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
-            f"{1e6 * fast[0][p]:.1f} us ({p}) in the first counted worker and "
-            f"{1e6 * fast[1][p]:.1f} in the last" for p in fast[0]))
+            f"{1e6 * fast[0][part]:.1f} us ({part}) in the first counted worker and "
+            f"{1e6 * fast[1][part]:.1f} in the last" for part in fast[0]))
     else:
         drop, basis, what = None, None, ""
     laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
@@ -1635,15 +1635,15 @@ def verdict_from(checks):
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help av at the largest T with a window (threading_windows)? A finding,
     not a disturbance; one thread advised only if it was faster in the same windows."""
-    w = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
-    ratio, applies = w["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
+    window = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
+    ratio, applies = window["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
            "holds": None if ratio is None or not applies else ratio <= COOPERATION_LIMIT}
     if out["holds"] is not False:
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
-            f"on av at T = {w['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate on "
-            "this machine", "advice": (
+            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate "
+            "on this machine", "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
                 "scores and av move with it, so compare such a run only with other one-thread runs"
@@ -2165,7 +2165,7 @@ def report(results, out):
     if found["threads_cooperate"]["holds"] is False:
         notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
                      f"{found['threads_cooperate']['advice']}")
-    print("".join(f"warning: {w}\n" for w in warn) + "".join(f"note: {w}\n" for w in notes)
+    print("".join(f"warning: {ln}\n" for ln in warn) + "".join(f"note: {ln}\n" for ln in notes)
           + f"\n{'T':>5} " + " ".join(
         f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'timers':>7} {'faults/fw':>9} "
         f"{'default heap':>13}   set aside (canary, median ratio)")
