@@ -61,7 +61,10 @@ MUTATIONS = {
         numpy_softmax_kernels={**r["hardware"]["numpy_softmax_kernels"], "exp": "X86_V3"}),
     "another script": each_rerun(lambda x: x.update(perf_py_code_digest="0" * 64)),
     "av's class apart from scores'": each_rerun(lambda x: x["bound"].update(av=["compute"] * 4)),
-    "no run near the ridge": no_ridge_class,
+    "one class for scores and av, every T, every run": no_ridge_class,
+    "each run one class for scores and av at every T": lambda r, m, runs: [
+        [x["bound"].update(scores=[c] * 4, av=[c] * 4) for x, c in zip(runs, ["memory", "compute"] * 7)],
+        [row["ops"][k].update(bound="compute") for row in r["sweep"] for k in ("scores", "av")]],
     "β against the classes": beta_against_the_classes,
     "the softmax compute-bound once": each_rerun(lambda x: x["bound"]["softmax"].__setitem__(0, "compute")),
     "a projection memory-bound once": each_rerun(lambda x: x["bound"]["qkv_proj"].__setitem__(0, "memory")),
