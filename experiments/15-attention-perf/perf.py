@@ -90,7 +90,7 @@ MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
 # and the tables of Block D (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED).
 # All else reads them: the pictures, Block E (through the tuple the op joins), the memory
-# estimate. tests/synthetic.py's TIMES_MS gives each op a time (its strict zip fails until then).
+# estimate. In tests/, TIMES_MS (synthetic.py) gives each op a time; the lab's five are checked.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
@@ -246,7 +246,7 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
     return {str(T): rec for T, rec in out.items()}
 
 
-PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its samples' times
+PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its times (by hand)
 CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowing
 DEFINITIONS = {  # written into results.json, and said at the end of a run
     "time_s": "the median over this run's warm worker processes of each one's "
@@ -350,7 +350,7 @@ def unclutter(fig, labels):
             label.xyann = (x0 + dx, y0 + dy)
             b = label.get_window_extent(renderer)
             if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
-                    b.y1 <= fig.bbox.height and all(clear(b, o) for o in obstacles):
+                    b.y1 <= fig.bbox.height and all(clear(b, box) for box in obstacles):
                 break
         obstacles.append(label.get_window_extent(renderer))
 
@@ -490,15 +490,15 @@ def forward_arrays(T, d_model, n_heads):
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
     each byte term an array the lab counts (it leaves out the temporaries naive numpy makes)."""
-    a, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
+    arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
     d_k = d // h
     return {
-        "qkv_proj": (3 * 2 * T * d**2, 3 * (a["x"] + a["W"])),     # 3 (4Td + 4d^2): I = Td/(2T+2d)
-        "scores": (h * 2 * T**2 * d_k, a["Q"] + a["K"] + a["S"]),   # h (8 T d_k + 4 T^2):
-                                                                    # I = T d_k / (4 d_k + 2T)
-        "softmax": (h * 5 * T**2, a["S"] + a["A"]),                 # h 8 T^2: I = 5/8 ~ 0.6
-        "av": (h * 2 * T**2 * d_k, a["A"] + a["V"] + a["O"]),       # same form as scores
-        "out_proj": (2 * T * d**2, a["C"] + a["W"])}                # same form as qkv_proj
+        "qkv_proj": (3 * 2 * T * d**2, 3 * (arr["x"] + arr["W"])),  # 3 (4Td + 4d^2): I = Td/(2T+2d)
+        "scores": (h * 2 * T**2 * d_k, arr["Q"] + arr["K"] + arr["S"]),  # h (8 T d_k + 4 T^2):
+                                                                         # I = T d_k / (4 d_k + 2T)
+        "softmax": (h * 5 * T**2, arr["S"] + arr["A"]),              # h 8 T^2: I = 5/8 ~ 0.6
+        "av": (h * 2 * T**2 * d_k, arr["A"] + arr["V"] + arr["O"]),  # same form as scores
+        "out_proj": (2 * T * d**2, arr["C"] + arr["W"])}             # same form as qkv_proj
 
 
 # The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
@@ -519,8 +519,8 @@ OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.
 
 def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
     """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
-    a = forward_arrays(T, d_model, n_heads)
-    return {call: sum(a[k] for k in arrays) for call, arrays in table.items()}
+    arr = forward_arrays(T, d_model, n_heads)
+    return {call: sum(arr[k] for k in arrays) for call, arrays in table.items()}
 
 
 working_set = functools.partial(call_bytes, table=OP_ARRAYS)
@@ -764,8 +764,9 @@ def threading_windows(Ts, counted, keep=lambda sample: True):
     window; pairs whose samples `keep` both): per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
-        matched = [(a, o) for rec in (w["by_T"][str(T)] for w in counted) for o in rec.get(
-            "one_thread", []) if keep(a := rec["samples"][o["after"]]) and keep(o)]
+        matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
+                   for on_one in rec.get("one_thread", [])
+                   if keep(on_all := rec["samples"][on_one["after"]]) and keep(on_one)]
         # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in OPS}
@@ -869,8 +870,8 @@ def make_manifest(results):
 
 # ==============================================================================================
 # PART II — THE HARNESS: it calls Part I and records how the run went. The machine; the ceilings;
-# the ops taken apart; the canary around each batch; the run's conditions and verdict; the workers
-# (the parent only spawns, a worker only measures); a run; --compare; the command line.
+# the ops taken apart; the canary; the run's conditions and verdict; the workers (the parent only
+# spawns, a worker only measures); a run; --compare; the CLI. Its limits: set by hand, all.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -970,7 +971,8 @@ def machine_facts(freq):
 
 def blas_info():
     keys = "internal_api version num_threads threading_layer architecture filepath".split()
-    return [{k: p.get(k) for k in keys} for p in threadpool_info() if p.get("user_api") == "blas"]
+    return [{k: lib.get(k) for k in keys} for lib in threadpool_info()
+            if lib.get("user_api") == "blas"]
 
 
 def thread_record(flag, hardware):
@@ -1015,10 +1017,9 @@ def threads_warning(results):
 # 1's kernels (a copy, a matmul): who and what, ceiling_plan (the first CEILING_WORKERS warm
 # workers; make_plan hands them its spec); when, after each one's samples and passes (worker_job
 # calls time_ceilings last), on the run's BLAS threads (pi: the run's matmul rate, not the CPU's
-# peak). A repeat: one run_for batch (Block B), its rate the work over its seconds. A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats, pooled over the workers the canary
-# left in (none timed any: all), with quantile_estimate's interval (Block B). Block D's
-# ceilings_and_ridge takes them, Phase 1's in their place when given, and makes the ridge.
+# peak). A repeat: one run_for batch (Block B); a ceiling (combine_ceilings), the CEILING_QUANTILE
+# of its repeats pooled over the workers the canary kept (else all), with quantile_estimate's
+# interval (Block B). Block D's ceilings_and_ridge takes them (Phase 1's when given): the ridge.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1351,8 +1352,8 @@ def slow_processes(warm_workers):
     out = {}
     for i, w in enumerate(warm_workers):
         others = warm_workers[:i] + warm_workers[i + 1:]
-        ratios = {part: ref / float(np.quantile([o["canary_reference"][part] for o in others],
-                                                PEER_QUANTILE))
+        ratios = {part: ref / float(np.quantile(
+                      [other["canary_reference"][part] for other in others], PEER_QUANTILE))
                   for part, ref in w["canary_reference"].items()} if others else {}
         if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
             out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
@@ -1400,12 +1401,11 @@ def pool_sweep(Ts, counted, default_heap_worker):
 # ----------------------------------------------------------------------------------------------
 # The run's conditions and its verdict. Watched here: cpufreq's settings at the start and end
 # (cpufreq_settings, run_lab); in each worker, its involuntary context switches and cpufreq's MHz
-# after each sample (worker_conditions, machine_around; watched_samples, which worker_job calls,
-# wires them and the canary into take_samples); every process's CPU time around spawn_all's loop
-# (machine_watched). With the canary's word (the section above; run_lab calls judge_processes),
-# the checks (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok
-# True, False or None (not made); "quiet" only if none failed, else "disturbed" with each failed
-# check's reason (what the run measured) and remedy (what to do).
+# after each sample (worker_conditions, machine_around; watched_samples, called by worker_job,
+# wires them and the canary into take_samples); all processes' CPU time around spawn_all's loop
+# (machine_watched). With the canary's word (above; run_lab calls judge_processes), the checks
+# (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok True, False or
+# None (not made); "quiet" if none failed, else "disturbed" with each one's reason and remedy.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1428,17 +1428,17 @@ CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"
 
 def cpufreq_MHz(dirs):
     """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
-    return [int(v) // 1000 for p in dirs if (v := read_text(p / "scaling_cur_freq", "")).isdigit()]
+    return [int(v) // 1000 for f in dirs if (v := read_text(f / "scaling_cur_freq", "")).isdigit()]
 
 
 def cpufreq_settings():
     """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    govs = {read_text(p / "scaling_governor") for p in folders} - {None}
+    govs = {read_text(f / "scaling_governor") for f in folders} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
-            "driver": "/".join(sorted({read_text(p / "scaling_driver") for p in folders} - {None}))
+            "driver": "/".join(sorted({read_text(f / "scaling_driver") for f in folders} - {None}))
             or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
@@ -1821,9 +1821,9 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
     its calls at the largest T (every array of the forward at once, as calls_at holds them, its
     copy's buffers, and half an (h, T, T) array: set by hand to cover what tracemalloc saw beyond
     them, test_cli) and its ceilings (largest copy, pi's)."""
-    a = forward_arrays(max(Ts), d_model, n_heads)
+    arr = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
-    at_calls = sum(a.values()) + a["A"] // 2 \
+    at_calls = sum(arr.values()) + arr["A"] // 2 \
         + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
@@ -1842,17 +1842,17 @@ def refuse_early(args, plan):
                              f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
     made = []
     try:
-        for p in [*reversed(args.out.parents), args.out]:
-            if not p.exists():
-                p.mkdir()
-                made.append(p)
+        for folder in [*reversed(args.out.parents), args.out]:
+            if not folder.exists():
+                folder.mkdir()
+                made.append(folder)
         with tempfile.TemporaryFile(dir=args.out):
             pass
     except OSError as e:
         raise UsageError(f"--out {args.out}: {e.strerror or e}") from None
     finally:
-        for p in reversed(made):
-            p.rmdir()
+        for folder in reversed(made):
+            folder.rmdir()
 
 
 def run_config(args, plan, threads):
