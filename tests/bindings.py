@@ -122,6 +122,7 @@ def digest(r, m):
          "expected_observations_held": [o["held"] for o in a["expected_observations"]],
          "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
          "softmax_at_T_512": a["softmax_at_T_512"],
+         "softmax_interval_at_T_512": at[512]["ops"]["softmax"]["time_s_interval"],
          "phase_27_past_ridge": a["phase_27_preview"]["without_materialising_A"]["past_ridge"],
          "softmax_passes": [{**{k: x[k] for k in ("T", "passes_ns_per_element",
                                                   "sweep_softmax_ns_per_element")}, "passes": {
@@ -195,6 +196,12 @@ THREAD_GAP = lambda x, k: x["threads_at_T_512"][k]["scores"] / x["threads_at_T_5
 DEFAULT_HEAP = lambda x: x["default_heap"]["512"]["forward_s"] / FWD(x)  # noqa: E731
 
 
+def CLASSES_AT(T):
+    """In how many runs scores were memory-bound, near the ridge and compute-bound at T: "a**, **b** and **c"."""
+    counts = [CLASS_COUNT(T, cls) for cls in ("memory", "ridge", "compute")]
+    return lambda r, m: "{}**, **{}** and **{}".format(*(c(r, m) for c in counts))
+
+
 def CLASS_COUNT(T, cls):
     """How many runs put scores in this class at T (av shares scores' class in each: a claim)."""
     return lambda r, m: n_runs(r, m, lambda x: BOUND(x, "scores", T) == cls)
@@ -252,9 +259,9 @@ def GAPS(r, m):
 MINUTES = lambda r, m: (lambda runs: num((runs[-1]["ended"] - runs[0]["started"]) / 60, 1))(RUNS(r, m))  # noqa
 ONE_AFTER_ANOTHER = lambda r, m: min(GAPS(r, m)) > 0  # noqa: E731
 N = lambda r, m: str(len(RUNS(r, m)))  # noqa: E731
-INSIDE = lambda r, k: sum(  # noqa: E731  reruns whose figure lies inside this run's interval at T = 512
-    op(r, 512, k)["time_s_interval"][0] <= x["time_s"]["512"][k] <= op(r, 512, k)["time_s_interval"][1]
-    for x in RERUNS)
+HELD = lambda r, m: (lambda runs: range_of([sum(  # noqa: E731  per run, how many others its interval at 512 holds
+    x["softmax_interval_at_T_512"][0] <= y["time_s"]["512"]["softmax"] <= x["softmax_interval_at_T_512"][1]
+    for j, y in enumerate(runs) if j != i) for i, x in enumerate(runs)], 0))(RUNS(r, m))
 SHARE_WORDS = {0.5: "half", 0.75: "three quarters"}  # a limit the prose gives in words
 
 
@@ -266,6 +273,7 @@ SM_RANGE = lambda r, m: spread(r, m, SM_RATIO, 1, 100)  # noqa: E731
 UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)  # noqa: E731
 SM_LEVEL = lambda x: x["softmax_at_T_512"]["ratio_to_level_ceiling"]  # noqa: E731  the roof of its cache
 LEVEL_RANGE = lambda r, m: spread(r, m, SM_LEVEL, 1, 100)  # noqa: E731
+LEVEL_NAME = lambda r, m: "/".join(sorted({x["softmax_at_T_512"]["level"] for x in RUNS(r, m)}))  # noqa: E731
 LEVEL_UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_LEVEL(x) < 0.1)  # noqa: E731
 SM_SHARE = lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)  # noqa: E731
 BYTES_SAVED = lambda r, m: num(P27(r)["bytes_reduction"], 0)  # noqa: E731
@@ -291,6 +299,7 @@ def class_row(label, cls):
 
 
 LAB = [
+    ("its arrays fit in, the **{}**", LEVEL_NAME),
     # the title's paragraph
     ("holds across **{}** runs", N),
     ("made over **{}** minutes", MINUTES),
@@ -300,8 +309,8 @@ LAB = [
         r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
     ("of the **{}** runs", N),
     ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
-    ("memory-bound at T = 64 in **{}** of the runs", CLASS_COUNT(64, "memory")),
-    ("compute-bound at T = 512 in **{}**.", CLASS_COUNT(512, "compute")),
+    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
+    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
     ("| intensity (FLOP/byte) | {} |", lambda r, m: " | ".join(num(op(r, T, "scores")["intensity"], 2) for T in TS)),
     class_row("memory-bound in", "memory"), class_row("near the ridge in", "ridge"),
     class_row("compute-bound in", "compute"),
@@ -322,7 +331,7 @@ LAB = [
     ("the softmax ran at **{} %** of its memory roofline", SM_RANGE),
     ("across the **{}** runs: under", N),
     ("under the lab's 10 % in **{}** of them", UNDER_10),
-    ("its arrays fit in: **{} %**, under 10 %", LEVEL_RANGE),
+    ("**: **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**. This run's", LEVEL_UNDER_10),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(SM(r)["GFLOPS"], 2)),
     ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -339,7 +348,7 @@ LAB = [
     *(pass_row(p) for p in perf.PASSES),
     ("copies of their bytes (**{} %** of the sum)", lambda r, m: range_of([100 * COPY_SHARE(ps) for x in RUNS(r, m)
                                                              for ps in entries(x)], 0)),
-    ("the passes' sum, **{} %** of the sweep's", lambda r, m: range_of([
+    ("The passes' sum, **{} %** of the sweep's", lambda r, m: range_of([
         100 * PASS_RATIO(e) for x in RUNS(r, m) for e in x["softmax_passes"]], 0)),
     ("exp at T = 256 and 512, in **{}** of", lambda r, m: n_runs(r, m, DEAREST_AS_SAID)),
     ("its AVX-512 (`{}`) exp kernel", lambda r, m: r["hardware"]["numpy_softmax_kernels"]["exp"]),
@@ -382,13 +391,13 @@ LAB = [
     ("this run started **{}**th.", lambda r, m: str(POSITION(r, m))),
     ("**{}** of the runs called themselves quiet", QUIET),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
-    ("the slowest called itself **{}**", lambda r, m: max(RUNS(r, m), key=FWD)["conditions_verdict"]),
     ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
     ("and the forward at T = 512 from **{}** ms, the", FWD_RANGE),
     ("the slowest being run **{}** in start order", lambda r, m: (lambda runs: str(1 + runs.index(max(runs, key=FWD))))(RUNS(r, m))),
     ("near one in size: **{}**. A run's", lambda r, m: "** and **".join(
         f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
-    ("at T = 512, **{}** fall inside", lambda r, m: count(INSIDE(r, "softmax"))),
+    ("interval at T = 512 held **{}** of the other", HELD),
+    ("of the other **{}** runs' times", RERUN_COUNT),
     # how it was run
     ("This run took **{}** s", lambda r, m: num(r["run_wall_s"], 1)),
     ("its verdict: **{}**.", lambda r, m: r["conditions"]["verdict"]),
@@ -407,14 +416,15 @@ LAB = [
 ]
 
 TOP = [
+    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("its **{}** reruns, made", RERUN_COUNT),
     ("made one after another over **{}** minutes", MINUTES),
     ("the softmax at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs;", N),
-    ("memory-bound at T = 64 in **{}** of the runs", CLASS_COUNT(64, "memory")),
-    ("compute-bound at T = 512 in **{}**.", CLASS_COUNT(512, "compute")),
+    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
+    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
     ("it ran at **{} %** of its", SM_RANGE),
-    ("its arrays fit in, **{} %**, under 10 %", LEVEL_RANGE),
+    ("**), **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**. Most of its time", LEVEL_UNDER_10),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("with **{}** times fewer bytes", BYTES_SAVED),
@@ -431,26 +441,28 @@ TOP = [
 ]
 
 REPORT = [
+    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("run and its **{}** reruns;", RERUN_COUNT),
     ("at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs.", N),
-    ("compute-bound at T = 512 in **{}**", CLASS_COUNT(512, "compute")),
-    ("memory-bound at T = 64 in **{}**.", CLASS_COUNT(64, "memory")),
+    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
+    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
     ("the softmax ran at **{} %** of", SM_RANGE),
-    ("cache its arrays fit in, **{} %**), and took", LEVEL_RANGE),
+    ("**), **{} %**), and took", LEVEL_RANGE),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("took **{} %** of the forward", SM_SHARE),
     ("would move **{}** times fewer bytes", BYTES_SAVED),
 ]
 
 SOLUTION = [
+    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("committed run and **{}** reruns", RERUN_COUNT),
     ("made over **{}** minutes", MINUTES),
     ("at every T (intensity 5/8) in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
-    ("compute-bound at T = 512 in **{}**", CLASS_COUNT(512, "compute")),
-    ("memory-bound at T = 64 in **{}**,", CLASS_COUNT(64, "memory")),
+    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
+    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
     ("the threshold between T = **{}**.", lambda r, m: range_of([x["scores_av_threshold"]["T_threshold"]
                                                                   for x in RUNS(r, m) if BELOW(x)] or [None], 0,
                                                                  "** and **")),
@@ -459,7 +471,7 @@ SOLUTION = [
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
     ("above {}, so expect", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("in the reference, **{} %** of its", SM_RANGE),
-    ("its arrays fit in, **{} %**, under 10 %", LEVEL_RANGE),
+    ("**), **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**: say which roof", LEVEL_UNDER_10),
     ("under 10 % in **{}** of the runs", UNDER_10),
     ("and from T = {} a working set", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
@@ -639,9 +651,9 @@ CLAIMS = [
     (SOL, "above 8, so expect no threshold there", lambda r, m: LAP(r)["ridge_range"][0] > THR(r)["asymptotic_intensity"]),
     (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T",
      lambda r, m: EVERY(r, m, IN_CACHE)),
-    (SOL, "a process can run an op at its own speed for all its samples, further from the others than its own samples spread",
+    (SOL, "a process can run an op at its own speed, further from the others than its own samples spread",
      lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
-    (SOL, "Fresh processes can run the same op at different speeds for all their samples",
+    (SOL, "Fresh processes can run the same op at different speeds, further apart than one process's samples spread",
      lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
     (SOL, "The reference's processes can disagree more than its samples within one process do",
      lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
