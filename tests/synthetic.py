@@ -68,12 +68,12 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                              "forward_s": 1.5 * sum(secs.values()),
                              "ops": {k: op(1.5 * s, [1.5 * s * f for f in process_multiples])
                                      for k, s in secs.items()}})
-    for r in rows + default_rows:
+    for r in rows:  # as run_lab: the default heap's rows are not placed
         perf.place_on_roofline(r, 64, 4, ceilings)
     windows = [{"T": T, "pairs": 10,
-                "threads_over_one": {k: cooperation for k in perf.TIMED_KEYS},
-                "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.TIMED_KEYS},
-                "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.TIMED_KEYS}}
+                "threads_over_one": {k: cooperation for k in perf.OPS},
+                "one_thread_s": {k: one_thread_ms / 1e3 for k in perf.OPS},
+                "all_threads_s": {k: cooperation * one_thread_ms / 1e3 for k in perf.OPS}}
                for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(process_multiples),

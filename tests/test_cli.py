@@ -1,6 +1,7 @@
 """perf.py as a learner runs it: its files, bad input, the threads, interruption, and the ways a
 worker or a write fails that are tested here, each ending in one line, the right exit status,
 earlier files intact."""
+import itertools
 import json
 import os
 import re
@@ -125,17 +126,19 @@ def test_bad_input_one_line_exit_2_nothing_touched(tmp_path, capsys):
 
 
 def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
+    # A T whose worker would need four times the memory available here, whatever the machine.
+    spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
+    need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731
+    big = next(T for T in itertools.count(4096, 4096) if need(T) > 4 * psutil.virtual_memory().available)
     new = tmp_path / "NEW" / "deeper"
-    proc = run_perf("--T", "64", "100000", "--out", str(new))
+    proc = run_perf("--T", "64", str(big), "--out", str(new))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert proc.stderr.startswith("perf.py: error: --T 100000 needs about ")
+    assert proc.stderr.startswith(f"perf.py: error: --T {big} needs about ")
     assert list(tmp_path.iterdir()) == []
     # The refusal names the largest T that fits: the next multiple of 64 does not. Its worker
     # would need more than the memory available (read again: it moves), less the refusing
     # process's own (under 256 MiB).
     fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
-    spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
-    need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731
     available = psutil.virtual_memory().available
     assert fits % 64 == 0 and need(fits + 64) > 0.95 * available - (256 << 20)
 

@@ -2,6 +2,7 @@
 is faster, slower or the same against both runs' own noise; worked out by hand on synthetic runs,
 then through the command line."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -116,6 +117,11 @@ def test_the_committed_run_against_a_quick_run(tmp_path, quick_run):
     assert perf.main(["--compare", str(EXP), str(quick_run[0]), "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "compare.json").read_text())["rows"]
     assert len(rows) == len(perf.T_SWEEP) * len(perf.OPS)  # each T of both runs, each op
+    # Each row sets the two runs' own time_s side by side, B over A.
+    a, b = (json.loads(Path(d, "results.json").read_text()) for d in (EXP, quick_run[0]))
+    for r in rows:
+        ta, tb = (perf.entry_at(x["sweep"], r["T"])["ops"][r["op"]]["time_s"] for x in (a, b))
+        assert (r["a_s"], r["b_s"]) == (ta, tb) and r["ratio"] == pytest.approx(tb / ta)
 
 
 def test_fewer_common_T(tmp_path, capsys):

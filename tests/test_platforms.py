@@ -69,7 +69,6 @@ def run(tmp_path, capsys, canary=steady_canary):
         perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
     res, man = (json.loads((tmp_path / f).read_text()) for f in ("results.json", "manifest.json"))
     assert [r["T"] for r in res["sweep"]] == [64, 128]
-    assert all(r["forward_s"] > 0 for r in res["sweep"] + res["sweep_default_heap"])
     capsys.readouterr()
     perf.report(res, tmp_path)
     return res, man, capsys.readouterr().out
@@ -292,7 +291,9 @@ def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, 
     apple_silicon(monkeypatch, tmp_path)
     res, _, out = run(tmp_path, capsys, canary=efficiency_cores())
     assert list(res["canary"]["left_out"]) == ["warm 2"]
-    (f,) = res["conditions"]["failed"]  # one of two: half, against the run
+    # one of two: half, against the run (the machine's real load is not this test's: its checks
+    # may fail too on a busy machine)
+    (f,) = [f for f in res["conditions"]["failed"] if f["check"] == "slow_process"]
     assert f["check"] == "slow_process" and "performance and efficiency cores" in f["remedy"]
     # The remedy a Mac can follow: it has no taskset, and cannot pin a process to a kind of core.
     assert "macOS cannot pin" in f["remedy"] and "taskset" not in out

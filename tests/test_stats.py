@@ -76,13 +76,29 @@ def test_a_sample_is_its_forwards_mean_per_op_with_the_canary_s_pair_around_it(m
     assert set(s) == set(perf.OPS) | {"n", "canary_pair"}
     # The canary was read before the sample and after it, never during: its last reading.
     assert s["canary_pair"] == canary["readings"][-2:] and len(canary["readings"]) == 2
-    # Part I alone, no harness: per op, one forward's seconds, the mean over the batch's forwards
-    # (three forwards that took 1, 2 and 6 s an op: 3 s), and their count.
-    given = iter([dict.fromkeys(perf.TIMED_KEYS, t) for t in (1.0, 2.0, 6.0)])
+    # Per op, one forward's seconds, the mean over the batch's forwards (three forwards that took
+    # 1, 2 and 6 s an op: 3 s), and their count.
+    given = iter([dict.fromkeys(perf.OPS + ("total",), t) for t in (1.0, 2.0, 6.0)])
     monkeypatch.setattr(perf, "attention_forward_timed", lambda *args: next(given))
     three = lambda fn, t: ([fn() for _ in range(3)], (3, 0.0, {}))[1]  # noqa: E731
     assert perf.sample_forwards(x, mha, mask, 0.01, three) == {**dict.fromkeys(perf.OPS, 3.0),
                                                                "n": 3}
+
+
+def test_part_one_alone_takes_its_samples_with_no_harness(monkeypatch):
+    # take_samples with no hook: run_for runs each batch, nothing is added to a sample, and every T
+    # gets its samples, each after one untimed forward. Each timed forward says 2 s an op.
+    monkeypatch.setattr(perf, "attention_forward_timed",
+                        lambda *args: dict.fromkeys(perf.OPS + ("total",), 2.0))
+    untimed = []
+    monkeypatch.setattr(perf, "attention_forward", lambda x, *args: untimed.append(len(x)))
+    task = {"T_sweep": [64, 128], "min_time": 1e-4, "seed": 0, "samples_each_T": 3,
+            "interleave": True}
+    out = perf.take_samples(task, perf.init_mha())
+    assert untimed == [64, 128] and list(out) == ["64", "128"]
+    for rec in out.values():
+        assert len(rec["samples"]) == 3 and all(
+            s == {**dict.fromkeys(perf.OPS, 2.0), "n": s["n"]} and s["n"] >= 1 for s in rec["samples"])
 
 
 N = len(perf.OPS)  # the timed ops
@@ -110,7 +126,7 @@ def test_pool_row_by_hand():
          "faults": 11, "timer_ratios": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": []}
     b = {"label": "warm 2", "samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09],
-         "one_thread": [{**sample(2), "after": 0}]}
+         "one_thread": [{**sample(2), "follows": 0}]}
     row = perf.pool_row(64, [a, b])
     assert (row["sample_count"], row["processes_sampled"]) == (11, 2)
     assert row["samples_set_aside"] == 1
@@ -145,8 +161,8 @@ def test_pool_row_by_hand():
 def test_threading_windows_by_hand():
     # All threads: av 1, 1, 3 ms; one thread (2 ms) right after samples 0 and 2.
     p = {"samples": [sample(1), sample(1), sample(1, av=0.003)], "one_thread": [
-        {**sample(1, av=0.002, softmax=0.005), "after": 0},
-        {**sample(1, av=0.002, softmax=0.005), "after": 2}]}
+        {**sample(1, av=0.002, softmax=0.005), "follows": 0},
+        {**sample(1, av=0.002, softmax=0.005), "follows": 2}]}
     worker = lambda p: {"by_T": {"256": p, "512": {**p, "one_thread": []}}}  # noqa: E731
     [w] = perf.threading_windows([256, 512], [worker(p)])  # no window at 512: no row
     # Windows: (1 ms with threads, 2 ms on one) and (3, 2): ratios 0.5 and 1.5, median 1.

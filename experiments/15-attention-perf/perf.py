@@ -6,20 +6,19 @@ roofline.png (Block D) here, or into --out. On the lab's laptop: `OMP_NUM_THREAD
 perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A.
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it: the machine, the ceilings, the ops taken apart, the canary, the verdict, the workers,
-a run (run_lab), --compare, the command line. Where to look, two places at most:
+Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
+harness, which calls it: the machine, the ceilings, the ops taken apart, the canary and a worker's
+watch, which samples feed, the verdict, the workers, a run (run_lab), --compare, the command line.
+Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B, one after the other
-  (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and the
-  harness's watch, the canary's section (watched, mark_samples) and the conditions' after it
-  (watched_samples: the hooks a worker hands Block B);
-- time_s and its interval: Block B (summarize, pool_T), and the canary's section (which
-  samples and processes feed it: set_aside, slow_processes, pool_row);
+  (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and a
+  worker's watch with the next section (watched_samples, watched, after_sample, mark_samples);
+- time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it
+  (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS); everything else reads these;
-- quiet or disturbed: the canary's, conditions' and verdict's sections, one stretch (what a
-  worker watches, watched_samples; what the parent watches, machine_watched; the judging,
-  judge_processes and judge_run), and run_lab, which calls them;
+- quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
+  at its end), and run_lab, which calls judge_processes and judge_run;
 - beta and pi: the ceilings' section (who times them, when, how, how they are combined), and
   Block B (run_for: a repeat; quantile_estimate: its interval); ridge: ceilings_and_ridge (D).
 """
@@ -90,9 +89,8 @@ MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
 # and the tables of Block D (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED).
 # All else reads them: the pictures, Block E (through the tuple the op joins), the memory
-# estimate. In tests/, TIMES_MS (synthetic.py) gives each op a time; the lab's five are checked.
+# estimate. tests/: synthetic.py's TIMES_MS needs its time (till then no test loads).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
-TIMED_KEYS = OPS + ("total",)        # attention_forward_timed's dict, as the lab spells it
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
 
@@ -169,7 +167,7 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None, return_output=False):
     """attention_forward with time.perf_counter_ns() around the ops: seconds per op of one
-    forward, in the lab's dict (TIMED_KEYS). numpy is eager: each result exists when its call
+    forward, in the lab's dict (OPS and total). numpy is eager: each result exists when its call
     returns. Six stamps, before, between and after the five ops; the dict made after the last."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
@@ -199,8 +197,8 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # per op of OPS, one forward's seconds (its forwards' sum / n), and n. The harness adds (Part II,
 # the canary's section): canary_pair, the canary's last reading before the batch and its first
 # after it (the run_batch hook, watched); canary_ratio, which decides whether the sample feeds
-# the figures (mark_samples); for a repeat on one BLAS thread, `after`, the index of the sample
-# it follows. The processes share each T's samples, one of every T a round.
+# the figures (mark_samples); for a repeat on one BLAS thread, `follows`, the index of the sample
+# it repeats. The processes share each T's samples, one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -248,15 +246,6 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
 
 PROCESS_QUANTILE = 0.25      # a process's estimate of an op: this quantile of its times (by hand)
 CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowing
-DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": "the median over this run's warm worker processes of each one's "
-    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
-    "canary.batch_part at most canary.batch_slow_ratio x the process's reference around them); "
-    "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
-    "canary kept no sample at a T, every sample (figures_from says)",
-    "time_s_interval": "a distribution-free interval of that median with a coverage of "
-    f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
-    "says which), over this run's processes only: a run minutes later can fall outside it"}
 
 
 def quantile_interval(values, q):
@@ -333,7 +322,8 @@ def png_bytes(fig):
 
 
 def unclutter(fig, labels):
-    """Nudge each label up, then sideways, until it covers no other text and stays in the figure."""
+    """Nudge each label up, then sideways, until it covers no other text and stays in the figure
+    (no such place within reach: where the last try left it)."""
     from matplotlib.text import Text
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -598,7 +588,7 @@ def draw_roofs(ax, res, xs):
                       + "".join(f"\n  ({n})" for n in notes))
     handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                    color="0.85", lw=0, zorder=0, label=(
-        "beta's interval" + (f" ({cov:.0%} coverage)" if (
+        "beta's interval, this run's repeats" + (f" ({cov:.0%} coverage)" if (
             cov := c.get("beta_peak_interval_coverage")) else "") + f", {lo:.1f}-{hi:.1f} GB/s" + (
             f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
             f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
@@ -643,24 +633,25 @@ def plot_roofline(res):
     """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
     27's preview: the fused op measured, and the roof where its bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
-    m, f = pv["measured"], pv["without_materialising_A"]
+    meas, flash = pv["measured"], pv["without_materialising_A"]
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
-    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
-            (f["intensity"], f["roof_GFLOPS"])]
+    pts += [(c["ridge"], c["pi_peak_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
+            (flash["intensity"], flash["roof_GFLOPS"])]  # the ridge's point: pi in range
+    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] * (c["source"] == "measured")  # its +
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
     roofs = [(handle, handle.get_label()) for handle in draw_roofs(ax, res, xs)]
     points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
     entries = points + [
-        (ax.scatter(m["intensity"], m["GFLOPS"], marker="*", s=170, color="black", zorder=5),
+        (ax.scatter(meas["intensity"], meas["GFLOPS"], marker="*", s=170, color="black", zorder=5),
          f"{' + '.join(FUSED)} at T={pv['T']}, measured (the lab's bytes): I = "
-         f"{m['intensity']:.2f}")] + roofs + [
-        (ax.scatter(f["intensity"], f["roof_GFLOPS"], marker="*", s=170, facecolor="none",
+         f"{meas['intensity']:.2f}")] + roofs + [
+        (ax.scatter(flash["intensity"], flash["roof_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
          f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
-         f"  bytes, I = {f['intensity']:.0f}; the roof there, not a measured speed")]
-    ax.annotate("", (f["intensity"], f["roof_GFLOPS"]), (m["intensity"], m["GFLOPS"]),
+         f"  bytes, I = {flash['intensity']:.0f}; the roof there, not a measured speed")]
+    ax.annotate("", (flash["intensity"], flash["roof_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
               bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
@@ -760,13 +751,14 @@ def softmax_against_roofs(row, ceilings):
 
 
 def threading_windows(Ts, counted, keep=lambda sample: True):
-    """Per T, each one-thread sample against the all-thread sample just before it (the same
-    window; pairs whose samples `keep` both): per op, the median of all threads' over one's."""
+    """Per T, each one-thread sample against the all-thread sample it repeats, just before it
+    (only the timer pairs between; pairs whose samples `keep` both): per op, the median of all
+    threads' over one's."""
     out = []
     for T in Ts:
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
                    for on_one in rec.get("one_thread", [])
-                   if keep(on_all := rec["samples"][on_one["after"]]) and keep(on_one)]
+                   if keep(on_all := rec["samples"][on_one["follows"]]) and keep(on_one)]
         # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in OPS}
@@ -976,9 +968,8 @@ def blas_info():
 
 
 def thread_record(flag, hardware):
-    """The run's threads: the BLAS threads asked for and by whom (by default one per physical
-    core, as the lab asks), imposed (None: as the environment set them) and that ran; and the BLAS
-    libraries seen."""
+    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
+    imposed (None: as the environment set them) and that ran; the BLAS libraries seen."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
         imposed, asked, asked_by = flag, flag, "flag: --threads"
@@ -1014,12 +1005,12 @@ def threads_warning(results):
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings, all here. Phase 1's beta and pi when given (read_ceilings), else timed by Phase
-# 1's kernels (a copy, a matmul): who and what, ceiling_plan (the first CEILING_WORKERS warm
-# workers; make_plan hands them its spec); when, after each one's samples and passes (worker_job
-# calls time_ceilings last), on the run's BLAS threads (pi: the run's matmul rate, not the CPU's
-# peak). A repeat: one run_for batch (Block B); a ceiling (combine_ceilings), the CEILING_QUANTILE
-# of its repeats pooled over the workers the canary kept (else all), with quantile_estimate's
-# interval (Block B). Block D's ceilings_and_ridge takes them (Phase 1's when given): the ridge.
+# 1's kernels: who and what, ceiling_plan (the first CEILING_WORKERS warm workers; make_plan hands
+# them its spec); when, last in a worker (worker_job: after its samples and calls_at); how, pi's
+# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread and on
+# every logical CPU. A repeat: one run_for batch (Block B). A ceiling (combine_ceilings): the
+# CEILING_QUANTILE of its repeats pooled over the workers the canary kept (else all), with
+# quantile_estimate's interval (Block B). Block D's ceilings_and_ridge takes them: the ridge.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1066,9 +1057,8 @@ def copy_buffers(nbytes):
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
-    """Phase 1's bandwidth kernel, np.copyto of N floats: 8 N bytes by Phase 1's count (read once,
-    written once; a write-allocate's read not counted); on more threads each copies a slice (numpy
-    releases the GIL). GB/s of `reps` repeats."""
+    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count
+    (a write-allocate's read not counted); on more threads, each a slice (numpy frees the GIL)."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
@@ -1092,9 +1082,8 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB (an L1 copy
-    may run slower than a larger one's: combine_ceilings says); DRAM: dram_bytes, else 4x the LLC
-    (none seen: 8 MiB assumed), >= 128 MiB; half that (plateau check); <= COPY_MAX_BYTES."""
+    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB; DRAM:
+    dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that (plateau check)."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1217,11 +1206,10 @@ def softmax_passes(S, mask):
 
 
 def calls_at(T, task, mha):
-    """At T, scores' steps and the softmax's passes on the forward's real data (at_T); each pass
-    on as many queries (rows of S) as the mask_add pass's three arrays fit in cache_budget_bytes
-    (in_cache; no pass touches more), and one thread's copy of its bytes (copy); at FOCUS_T, exp
-    in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches of CALL_MIN_TIME in
-    turn (a slow spell shorter than the rounds costs a batch, not a figure)."""
+    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_REPEATS batches in turn (a slow spell costs a batch, not a figure)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1249,10 +1237,10 @@ def calls_at(T, task, mha):
 
 
 # ----------------------------------------------------------------------------------------------
-# The canary, and which samples and processes feed the figures: the canary, a small fixed workload,
-# is read between every two samples of a worker (watched); a sample it read slow before and after
-# is set aside (mark_samples, set_aside), a process it read slow nearly all its life left out
-# (slow_processes); pool_row pools what is kept. timer_cost_ratio prices the timers.
+# A worker's watch on its samples (watched_samples hands it to Block B's take_samples): the canary,
+# a small fixed workload, read between every two batches (watched); after each sample, the timers'
+# cost and its one-thread repeat (after_sample); page faults, cpufreq's MHz and preemptions
+# (machine_around, worker_conditions). Block B's banner lists a sample's fields.
 
 def make_canary():
     """The canary: one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul),
@@ -1274,9 +1262,8 @@ def make_canary():
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) on `blas_threads` between two readings of the canary, never during it: (calls,
-    seconds, {"canary_pair": [before, after]}). The after is the next batch's before: for a new T
-    the warm-up forward, and after a sample its timer pairs, run between that before and a batch."""
+    """run_for(fn) on `blas_threads` between two canary readings: (calls, seconds, {"canary_pair":
+    [before, after]}); the after is the next batch's before (a warm-up or timer pairs between)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
@@ -1284,6 +1271,93 @@ def watched(fn, min_time, canary, blas_threads=None):
     canary["readings"].append(canary["last"])
     return n, seconds, {"canary_pair": [before, canary["last"]]}
 
+
+TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
+                           # beside an untimed one: what the timers cost (timer_cost_ratio)
+
+
+def timer_cost_ratio(x, mha, mask, pairs, parity):
+    """What the timers cost: the median of `pairs` timed/untimed forwards, the order in a pair
+    alternating pair by pair from `parity` (assumed: a drift slows both alike)."""
+    now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
+    ratios = []
+    for j in range(pairs):
+        secs = {}
+        for forward in forwards[::1 if (parity + j) % 2 else -1]:
+            t0 = now()
+            forward(x, mha, mask)
+            secs[forward] = now() - t0
+        ratios.append(secs[forwards[0]] / secs[forwards[1]])
+    return float(np.median(ratios))
+
+
+def after_sample(task, i, forward_args, rec, canary):
+    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
+    forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
+    if task["timer_pairs"]:
+        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
+        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
+    if i in task["one_thread_rounds"]:
+        one = sample_forwards(*forward_args, task["min_time"],
+                              lambda fn, t: watched(fn, t, canary, 1))
+        rec.setdefault("one_thread", []).append({**one, "follows": len(rec["samples"]) - 1})
+
+
+CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
+
+
+def cpufreq_MHz(dirs):
+    """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
+    return [int(v) // 1000 for folder in dirs
+            if (v := read_text(folder / "scaling_cur_freq", "")).isdigit()]
+
+
+def preemptions():
+    """Involuntary context switches of all this process's threads so far, BLAS threads included
+    (psutil counts the main thread's only), or None off Linux (only Linux's /proc is read)."""
+    return None if platform.system() != "Linux" else sum(
+        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
+        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
+
+
+@contextlib.contextmanager
+def machine_around(rec, sampled):
+    """Around one sample: its page faults (the canary's reading after it included; None where the
+    OS counts none) into its T's record, then the CPUs' mean MHz into the worker's record."""
+    f0 = page_faults()
+    yield
+    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
+    sampled["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(sampled["dirs"])) else [])
+
+
+@contextlib.contextmanager
+def worker_conditions():
+    """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
+    each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
+    switches, t0 = preemptions(), time.perf_counter()
+    sampled = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    yield sampled
+    del sampled["dirs"]
+    sampled.update(sampling_s=time.perf_counter() - t0,
+                   preempted=None if switches is None else preemptions() - switches)
+
+
+def watched_samples(task, mha):
+    """A worker's samples (take_samples) with the hooks above (watched, machine_around,
+    after_sample): worker_conditions' record, with by_T (the samples) and canary_readings."""
+    canary = make_canary()
+    with worker_conditions() as sampled:
+        sampled["by_T"] = take_samples(
+            task, mha, lambda fn, t: watched(fn, t, canary),
+            lambda rec: machine_around(rec, sampled),
+            lambda i, args, rec: after_sample(task, i, args, rec, canary))
+    return {**sampled, "canary_readings": canary["readings"]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Which samples and processes feed the figures (the parent): a sample the canary read slow before
+# and after is set aside (mark_samples, set_aside), a process it read slow nearly all its life left
+# out (slow_processes); pool_row pools the rest into Block B's statistic, as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
@@ -1315,37 +1389,6 @@ def set_aside(sample):
     return sample["canary_ratio"] > BATCH_SLOW
 
 
-TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
-                           # beside an untimed one: what the timers cost (timer_cost_ratio)
-
-
-def timer_cost_ratio(x, mha, mask, m, first):
-    """What the timers cost: the median of m timed/untimed forwards, each pair's order alternating
-    forward by forward (assumed: a drift slows both alike)."""
-    now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
-    ratios = []
-    for j in range(m):
-        secs = {}
-        for f in forwards[::1 if (first + j) % 2 else -1]:
-            t0 = now()
-            f(x, mha, mask)
-            secs[f] = now() - t0
-        ratios.append(secs[forwards[0]] / secs[forwards[1]])
-    return float(np.median(ratios))
-
-
-def after_sample(task, i, forward_args, rec, canary):
-    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
-    forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
-    if task["timer_pairs"]:
-        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
-        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
-    if i in task["one_thread_rounds"]:
-        one = sample_forwards(*forward_args, task["min_time"],
-                              lambda fn, t: watched(fn, t, canary, 1))
-        rec.setdefault("one_thread", []).append({**one, "after": len(rec["samples"]) - 1})
-
-
 def slow_processes(warm_workers):
     """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
     part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
@@ -1370,10 +1413,21 @@ def judge_processes(dflt, warm_workers):
     return left_out, [w for w in warm_workers if w["label"] not in left_out]
 
 
+DEFINITIONS = {  # written into results.json, and said at the end of a run
+    "time_s": "the median over this run's warm worker processes of each one's "
+    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
+    "canary.batch_part, at the faster of its readings before and after the sample, at most "
+    "canary.batch_slow_ratio x the process's reference); "
+    "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
+    "canary kept no sample at a T, every sample (figures_from says)",
+    "time_s_interval": "a distribution-free interval of that median with a coverage of "
+    f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
+    "says which), over this run's processes only: a run minutes later can fall outside it"}
+
+
 def pool_row(T, records):
-    """One T's row of `records` (the counted processes' or the default heap's): pool_T of the
-    samples the canary kept, from the processes that kept any (none did: all, figures_from says);
-    what the harness saw there: page faults a forward, the timers' cost (timer pairs)."""
+    """One T's row of `records` (the counted processes' or the default heap's): pool_T of the kept
+    samples of the processes that kept any (none did: all); page faults a forward; timers' cost."""
     samples = [s for rec in records for s in rec["samples"]]
     faults = [rec["faults"] for rec in records]
     pair_ratios = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
@@ -1399,13 +1453,11 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's conditions and its verdict. Watched here: cpufreq's settings at the start and end
-# (cpufreq_settings, run_lab); in each worker, its involuntary context switches and cpufreq's MHz
-# after each sample (worker_conditions, machine_around; watched_samples, called by worker_job,
-# wires them and the canary into take_samples); all processes' CPU time around spawn_all's loop
-# (machine_watched). With the canary's word (above; run_lab calls judge_processes), the checks
-# (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok True, False or
-# None (not made); "quiet" if none failed, else "disturbed" with each one's reason and remedy.
+# The run's verdict: cpufreq's settings at the start and end (cpufreq_settings, run_lab), every
+# process's CPU time around spawn_all's loop (machine_watched), and the two sections above give
+# the checks (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok
+# True, False or None (not made); "quiet" if none failed, else "disturbed", each one's reason and
+# remedy said.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1423,55 +1475,18 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
                       "the performance cores are free,"}  # a hybrid CPU's remedy, by OS
 
 
-CPUFREQ = lambda: sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))  # noqa: E731
-
-
-def cpufreq_MHz(dirs):
-    """The MHz that cpufreq reads in each folder of CPUFREQ(); [] where none (a VM, not Linux)."""
-    return [int(v) // 1000 for f in dirs if (v := read_text(f / "scaling_cur_freq", "")).isdigit()]
-
-
 def cpufreq_settings():
     """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    govs = {read_text(f / "scaling_governor") for f in folders} - {None}
+    govs = {read_text(folder / "scaling_governor") for folder in folders} - {None}
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
-            "driver": "/".join(sorted({read_text(f / "scaling_driver") for f in folders} - {None}))
+            "driver": "/".join(sorted({read_text(folder / "scaling_driver")
+                                 for folder in folders} - {None}))
             or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
-
-
-def preemptions():
-    """Involuntary context switches of all this process's threads so far, BLAS threads included
-    (psutil counts the main thread's only), or None off Linux (only Linux's /proc is read)."""
-    return None if platform.system() != "Linux" else sum(
-        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
-        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
-
-
-@contextlib.contextmanager
-def machine_around(rec, sampled):
-    """What the machine did around one sample: page faults into its T's record (None where the OS
-    counts none); the CPUs' mean MHz after it into the worker's record (worker_conditions')."""
-    f0 = page_faults()
-    yield
-    rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    sampled["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(sampled["dirs"])) else [])
-
-
-@contextlib.contextmanager
-def worker_conditions():
-    """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
-    each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
-    switches, t0 = preemptions(), time.perf_counter()
-    sampled = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
-    yield sampled
-    del sampled["dirs"]
-    sampled.update(sampling_s=time.perf_counter() - t0,
-                   preempted=None if switches is None else preemptions() - switches)
 
 
 def machine_load(own_pids):
@@ -1489,28 +1504,14 @@ def machine_load(own_pids):
 
 @contextlib.contextmanager
 def machine_watched(workers, in_process):
-    """Around the workers: the machine's load before and after (machine_load) and this run's own
-    CPU seconds in between, into the dict it yields ("load", "own_cpu_s"); `workers`, the list
-    their results go into (Windows counts no children's times: theirs are added)."""
+    """Around the workers: the machine's load before and after, this run's own CPU seconds between
+    ("load", "own_cpu_s"); `workers`: their results (Windows counts no children's: theirs added)."""
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     out, own0 = {"load": [machine_load({os.getpid()})]}, own()
     yield out
     out["load"].append(machine_load({os.getpid()}))
     out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in workers)
                                        if os.name == "nt" and not in_process else 0)
-
-
-def watched_samples(task, mha):
-    """A worker's samples (take_samples) with the harness's hooks: the canary around every batch
-    (watched), the machine around every sample (machine_around), the timers' cost and one-thread
-    repeat after it (after_sample). worker_conditions' record, with by_T and canary_readings."""
-    canary = make_canary()
-    with worker_conditions() as sampled:
-        sampled["by_T"] = take_samples(
-            task, mha, lambda fn, t: watched(fn, t, canary),
-            lambda rec: machine_around(rec, sampled),
-            lambda i, args, rec: after_sample(task, i, args, rec, canary))
-    return {**sampled, "canary_readings": canary["readings"]}
 
 
 def make_check(value, limit, reason, remedy, do, basis=None):
@@ -1534,8 +1535,8 @@ def others_by_name(start, end):
 
 
 def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_procs):
-    """What others did: CPU use past the cores the run left free (a program on a spare core is
-    allowed: a choice), the hypervisor's steal, the workers' preemptions over all their sampling."""
+    """What others did: CPU use past the cores the BLAS threads leave free (another program on
+    those is allowed: a choice), the hypervisor's steal, the workers' preemptions while sampling."""
     wall = end["perf_s"] - start["perf_s"]
     others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
@@ -1562,10 +1563,9 @@ def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_
 
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
-    """Governor and turbo unchanged, and the clock not fallen from the first counted worker to the
-    last: cpufreq's MHz, else both canary parts' fast side, the smaller fall (assumed: a slower
-    clock slows both parts)."""
-    setting = lambda f: f"{f['governor']}/{f['turbo']}"  # noqa: E731
+    """Governor and turbo unchanged; the clock not fallen from the first counted worker to the last:
+    cpufreq's MHz, else the smaller fall of the canary parts' fast side (assumed: both slow)."""
+    setting = lambda freq: f"{freq['governor']}/{freq['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
     mhz = [float(np.median(w["MHz"])) for w in counted if w["MHz"]]
@@ -1666,20 +1666,18 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 # ----------------------------------------------------------------------------------------------
 # The workers: a fresh process (`perf.py --worker`) runs its task (its samples, the canary read
-# between every two of their batches; then the passes, its copies and its ceiling repeats) and only
+# between every two of their batches; then calls_at's ops taken apart, then its ceilings) and only
 # measures; the parent plans and spawns them one after another (--in-process: runs each job
 # itself, for tests) and never measures.
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
     code. No mallopt: the workers run on the default heap, and heap.mode says so."""
-    mallopt = glibc_malloc()
-    if mallopt is None:
-        return {"mode": "default", "control": "unavailable (not glibc): default allocator kept"}
-    M_TRIM_THRESHOLD, M_MMAP_MAX, most = -1, -4, 2**31 - 1  # mallopt takes a C int
-    if not (mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1):
-        return {"mode": "default", "control": "mallopt refused: default allocator kept"}
-    return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
+    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
+        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
+            else "unavailable (not glibc): default allocator kept"}
 
 
 PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
@@ -1817,10 +1815,9 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
-    """A warm worker's peak memory: its interpreter, every T's input and mask, and the larger of
-    its calls at the largest T (every array of the forward at once, as calls_at holds them, its
-    copy's buffers, and half an (h, T, T) array: set by hand to cover what tracemalloc saw beyond
-    them, test_cli) and its ceilings (largest copy, pi's)."""
+    """A warm worker's peak memory: its interpreter, every T's x and mask, and the larger of its
+    calls at the largest T (the forward's every array at once, a pass's copy buffers, half an (h,
+    T, T) array set by hand to cover what tracemalloc saw, test_cli) and its ceilings."""
     arr = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(arr.values()) + arr["A"] // 2 \
@@ -1874,8 +1871,8 @@ def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any
 
 
 def write_atomically(out_dir, files):
-    """Write {name: bytes} into out_dir as one set via a temporary folder; on any failure (Ctrl-C
-    too) every earlier file is put back: never a new results.json beside an old manifest."""
+    """Write {name: bytes} into out_dir as one set via a temporary folder; on an exception (Ctrl-C
+    too) every earlier file is put back (a kill -9 between two renames can still mix the sets)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     old = {name: (out_dir / name).read_bytes() for name in files if (out_dir / name).exists()}
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".new-") as tmp:
@@ -1897,8 +1894,8 @@ def write_atomically(out_dir, files):
 
 
 def code_digest(source):
-    """sha256 of a script's code alone: its syntax tree without docstrings, empty fields left out
-    (newer Pythons add some); a comment or docstring edit keeps it, a code edit does not."""
+    """sha256 of a script's code alone: its syntax tree without docstrings (the module's is only
+    --help's text), empty fields left out; a comment or docstring edit keeps it, code does not."""
     def dump(node):
         if isinstance(node, list):
             return "[" + ",".join(map(dump, node)) + "]"
@@ -2019,7 +2016,7 @@ def compare_rows(a, b, Ts):
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
     over `apart` times apart) and why. A machine fact is the machine's, not the code's."""
-    w = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
+    window = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, times apart that differ, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
@@ -2030,10 +2027,10 @@ def compare_facts(a, b, T):
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
-        ("threads over one thread (av)", lambda r: w(r) and w(r)["threads_over_one"]["av"],
-         True, MACHINE_LIMIT, None),
-        (f"one thread, av at T={T} (ms)", lambda r: w(r) and 1e3 * w(r)["one_thread_s"]["av"],
-         True, MACHINE_LIMIT, None),
+        ("threads over one thread (av)", lambda r: window(r) and
+         window(r)["threads_over_one"]["av"], True, MACHINE_LIMIT, None),
+        (f"one thread, av at T={T} (ms)", lambda r: window(r) and
+         1e3 * window(r)["one_thread_s"]["av"], True, MACHINE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
          True, MACHINE_LIMIT, None),
         ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, MACHINE_LIMIT, None),
@@ -2050,7 +2047,8 @@ def compare_facts(a, b, T):
         va, vb = get(a), get(b)
         differs = va != vb if apart is None else bool(va and vb and max(va / vb, vb / va) > apart)
         if differs and apart and not why:
-            why = f"{vb / va:.2f}x in B" + ": a fact of the machine, not of the code" * machine_fact
+            why = f"{vb / va:.2f}x in B" + ": the machine's, unless the code it times changed" * \
+                machine_fact
         out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
                     "machine_fact": machine_fact, "why": why if differs else None})
     return out
@@ -2183,9 +2181,10 @@ def report(results, out):
           f"run conditions: {results['conditions']['verdict']}")
     if out.resolve() != HERE and (HERE / "results.json").is_file():  # the committed run's folder
         here = Path.cwd().resolve()
-        perf, ref, new = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
+        perf, committed, new = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
             Path(__file__).resolve(), HERE / "results.json", out.resolve())]
-        print(f"\nto set this run beside the committed one:\n  python {perf} --compare {ref} {new}")
+        print("\nto set this run beside the committed one:\n"
+              f"  python {perf} --compare {committed} {new}")
 
 
 def main(argv=None):
