@@ -70,8 +70,9 @@ MUTATIONS = {
     "a projection memory-bound once": each_rerun(lambda x: x["bound"]["qkv_proj"].__setitem__(0, "memory")),
     "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
     "β from one thread": each_rerun(lambda x: x.update(beta_from="1thread")),
-    "the bytes catch up": passes(lambda e: [p.update(copy_ns_per_element=10 * p["ns_per_element"],
-                                                     larger_floor="copy") for p in e["passes"].values()]),
+    "the bytes catch up": passes(lambda e: [p.update(copy_ns_per_element=p["ns_per_element"],
+                                                     in_cache_ns_per_element=0.2 * p["ns_per_element"])
+                                            for p in e["passes"].values()]),
     "the passes a sliver of the softmax": passes(lambda e: e.update(
         passes_ns_per_element=0.1 * e["sweep_softmax_ns_per_element"])),
     "sum the dearest pass": passes(lambda e: e["passes"]["sum"].update(ns_per_element=100.0)),
