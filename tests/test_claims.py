@@ -70,6 +70,7 @@ MUTATIONS = {
     "a projection memory-bound once": each_rerun(lambda x: x["bound"]["qkv_proj"].__setitem__(0, "memory")),
     "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
     "β from one thread": each_rerun(lambda x: x.update(beta_from="1thread")),
+    "the ridge's interval a point": lambda r, m, runs: r["ceilings"].update(ridge_interval=[r["ceilings"]["ridge"]] * 2),
     "the bytes catch up": passes(lambda e: [p.update(copy_ns_per_element=p["ns_per_element"],
                                                      in_cache_ns_per_element=0.2 * p["ns_per_element"])
                                             for p in e["passes"].values()]),
