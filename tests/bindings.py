@@ -8,7 +8,7 @@ with what makes it true; rebind.py prints those a new run no longer bears out.
 
 The write-up's answers are the thirteen runs' together: the committed run and its twelve reruns,
 each digested alike (digest). A claim over RUNS reads the same set whichever of the thirteen is
-committed, so it holds or fails alike in every swap (../shared/swap.py, test_swap.py)."""
+committed, so it holds or fails alike in every swap (test_swap.py swaps them)."""
 import json
 import math
 

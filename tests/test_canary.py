@@ -192,7 +192,7 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
 def test_two_processes_each_slower_on_one_canary_part_are_no_clock_drop_and_none_left_out(
         tmp_path, monkeypatch):
     # Three warm processes; one's BLAS part x1.15 for its whole life, another's compute part
-    # x1.3 (as calm processes read on both hosts): neither the clock check nor the process rule
+    # x1.3: neither the clock check nor the process rule
     # fires, no process is left out, and no sample is set aside (each process judged against its
     # own reference).
     whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"compute": 1.3}])

@@ -156,7 +156,7 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     assert list(perf.copy_levels({"caches": {}})) == ["DRAM"]
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
     assert (quick["bytes"], quick["check_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
-    # Only the last level is shared by every core, and copied by all of them.
+    # copy_levels takes the largest data cache as the one every core shares, and copies it on all.
     assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
 
 

@@ -62,7 +62,7 @@ def test_the_comparisons_never_read_the_sweep_s_times():
 def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(monkeypatch):
     """Each call's figure is the fastest of CALL_REPEATS repeats over every call: a spell that
     slows exp's batch ten times in the first repeat, or the copy's in the last, leaves both at the
-    level of the other repeats (rerun_06 of an earlier run: exp at seven times its level)."""
+    level of the other repeats."""
     repeats = perf.CALL_REPEATS
     seen = {}
 

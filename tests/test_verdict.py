@@ -188,15 +188,14 @@ def rows_and_warm(references, aside=0):
 
 
 def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays_quiet():
-    # Issue 39's run: warm 3's BLAS part x2.0 the others', its compute part as theirs.
+    # Warm 3's BLAS part x2.0 the others', its compute part as theirs.
     rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(warm)
     assert left == {"warm 3": {"canary_part": "blas", "ratio": 2.0, "other_ratio": 1.0}}
     v = verdict(c=perf.canary_checks(rows, warm, left))
     # Left out, and not counted against the run: its compute part ran as the others'.
     assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
-    # A compute part x1.3 in one process, as calm processes read (up to x1.34 and x1.40 on the
-    # two hosts, measured): under PROCESS_SLOW, kept.
+    # A compute part x1.3 in one process: under PROCESS_SLOW, kept.
     assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
     # Just past the limit, in either part: left out.
     past = perf.PROCESS_SLOW * 1.01
@@ -228,8 +227,8 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
                                   "whole life: warm 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
-    # Five of ten slow on the BLAS part alone, their compute part as the others' (the AMD host's
-    # calm runs, measured: 2 of 12 had five such): all five left out, the run quiet.
+    # Five of ten slow on the BLAS part alone, their compute part as the others': all five left
+    # out, the run quiet.
     rows, warm = rows_and_warm([(1, 1), (1.1, 2)] * 5)
     left = perf.slow_processes(warm)
     assert len(left) == 5 and verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
@@ -237,8 +236,8 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     rows, warm = rows_and_warm([(1, 1), (perf.BOTH_PARTS_SLOW * 1.01, 2)] * 5)
     left = perf.slow_processes(warm)
     assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "disturbed"
-    # Six of ten slow on the BLAS part alone (the AMD host's committed-run candidate, measured:
-    # 6 of 10 at x2): set against the others' fast side, not their median, all six are left out.
+    # Six of ten slow on the BLAS part alone: set against the others' fast side, not their
+    # median, all six are left out.
     rows, warm = rows_and_warm([(1, 1)] * 4 + [(1.05, 2)] * 6)
     left = perf.slow_processes(warm)
     assert set(left) == {f"warm {i}" for i in range(5, 11)}

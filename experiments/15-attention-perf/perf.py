@@ -16,7 +16,7 @@ Where to look, two places at most:
 - time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it
   (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
-  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS); everything else reads these;
+  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS); calls_at mirrors scores, softmax;
 - quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
   at its end), and run_lab, which calls judge_processes and judge_run;
 - beta and pi: the ceilings' section (who times them, when, how, how they are combined), and
@@ -137,7 +137,7 @@ def scores(Q, K, h):
 
 def softmax(S, mask):
     # op 3: A = softmax(S + mask), row-wise.  ~5 T^2 FLOPs over 8 T^2 bytes per head (the lab's
-    # count: S read once, A written once). Naive numpy makes six passes, each a new temporary.
+    # count: S read once, A written once). Naive numpy makes six passes, each a new array.
     Z = S + mask
     m = Z.max(axis=-1, keepdims=True)
     E = np.exp(Z - m)
@@ -1007,10 +1007,10 @@ def threads_warning(results):
 # The ceilings, all here. Phase 1's beta and pi when given (read_ceilings), else timed by Phase
 # 1's kernels: who and what, ceiling_plan (the first CEILING_WORKERS warm workers; make_plan hands
 # them its spec); when, last in a worker (worker_job: after its samples and calls_at); how, pi's
-# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread and on
-# every logical CPU. A repeat: one run_for batch (Block B). A ceiling (combine_ceilings): the
-# CEILING_QUANTILE of its repeats pooled over the workers the canary kept (else all), with
-# quantile_estimate's interval (Block B). Block D's ceilings_and_ridge takes them: the ridge.
+# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
+# shared levels' on every logical CPU too). A repeat: one run_for batch (Block B). A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over the workers the canary kept
+# (else all), with quantile_estimate's interval (Block B). Block D's ceilings_and_ridge: the ridge.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1209,7 +1209,7 @@ def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
     rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_REPEATS batches in turn (a slow spell costs a batch, not a figure)."""
+    call: the fastest of CALL_REPEATS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1239,7 +1239,7 @@ def calls_at(T, task, mha):
 # ----------------------------------------------------------------------------------------------
 # A worker's watch on its samples (watched_samples hands it to Block B's take_samples): the canary,
 # a small fixed workload, read between every two batches (watched); after each sample, the timers'
-# cost and its one-thread repeat (after_sample); page faults, cpufreq's MHz and preemptions
+# cost, and in a one-thread round its repeat (after_sample); page faults, cpufreq's MHz, preemptions
 # (machine_around, worker_conditions). Block B's banner lists a sample's fields.
 
 def make_canary():
