@@ -87,9 +87,9 @@ class UsageError(Exception):
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
-# and the tables of Block D (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED).
-# All else reads them: the pictures, Block E (through the tuple the op joins), the memory
-# estimate. tests/: synthetic.py's TIMES_MS needs its time (till then no test loads).
+# and Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED); all
+# else reads them, but calls_at (Part II), which rebuilds scores' inputs from qkv_proj's (an op
+# before scores changes those). tests/: synthetic.py's TIMES_MS needs the op's time.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -1446,18 +1446,18 @@ def pool_row(T, records):
 
 
 def pool_sweep(Ts, counted, default_heap_worker):
-    """A row per T from the counted workers' samples, and one from the default-heap worker's."""
+    """A row per T from the counted workers' samples (`counted`: the warm ones judge_processes
+    did not leave out), and one from the default-heap worker's."""
     rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
                        for T in Ts]
     return rows(counted), rows([default_heap_worker])
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: cpufreq's settings at the start and end (cpufreq_settings, run_lab), every
-# process's CPU time around spawn_all's loop (machine_watched), and the two sections above give
-# the checks (judge_run, run_lab's last step): a value against a limit (set by hand) each, ok
-# True, False or None (not made); "quiet" if none failed, else "disturbed", each one's reason and
-# remedy said.
+# The run's verdict: cpufreq's settings at the start and end (run_lab), every process's CPU time
+# around spawn_all's loop (machine_watched) and the two sections above give the checks (judge_run,
+# run_lab's last step): each a value against a limit, ok True, False or None (not made); "quiet"
+# if none failed, else "disturbed" with each failed one's reason and remedy.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1504,8 +1504,9 @@ def machine_load(own_pids):
 
 @contextlib.contextmanager
 def machine_watched(workers, in_process):
-    """Around the workers: the machine's load before and after, this run's own CPU seconds between
-    ("load", "own_cpu_s"); `workers`: their results (Windows counts no children's: theirs added)."""
+    """Around spawn_all's loop (every worker, the default-heap one first): the machine's load before
+    and after, this run's own CPU seconds between ("load", "own_cpu_s"); `workers`: their results
+    (Windows counts no children's: theirs added)."""
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     out, own0 = {"load": [machine_load({os.getpid()})]}, own()
     yield out
@@ -1665,10 +1666,9 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 
 # ----------------------------------------------------------------------------------------------
-# The workers: a fresh process (`perf.py --worker`) runs its task (its samples, the canary read
-# between every two of their batches; then calls_at's ops taken apart, then its ceilings) and only
-# measures; the parent plans and spawns them one after another (--in-process: runs each job
-# itself, for tests) and never measures.
+# The workers: a fresh process (`perf.py --worker`) runs its task (its watched samples, calls_at,
+# its ceilings) and only measures; the parent plans and spawns them one after another and never
+# measures (--in-process: it runs each job itself, for tests).
 
 def keep_heap():
     """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
