@@ -272,6 +272,9 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
     # What a Mac cannot tell: the hypervisor's steal, the preemptions, the governor; unknown.
     assert {"steal_fraction", "preemptions_per_s", "governor_or_turbo_changed"} <= set(
         res["conditions"]["unknown"])
+    # and the run's last lines say so beside its verdict: quiet means no other check failed
+    verdict_line = next(ln for ln in out.splitlines() if "run conditions:" in ln)
+    assert all(c in verdict_line.split("not checked here: ")[1] for c in res["conditions"]["unknown"])
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert res["heap"]["mode"] == "default" and res["threads"]["blas_threads"] is None
     assert "sees no BLAS" in out and man["hardware"]["machine"] == "arm64"

@@ -193,12 +193,11 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards. It holds,
-# per op of OPS, one forward's seconds (its forwards' sum / n), and n. The harness adds (Part II,
-# the canary's section): canary_pair, the canary's last reading before the batch and its first
-# after it (the run_batch hook, watched); canary_ratio, which decides whether the sample feeds
-# the figures (mark_samples); for a repeat on one BLAS thread, `follows`, the index of the sample
-# it repeats. The processes share each T's samples, one of every T a round.
+# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
+# OPS, one forward's seconds (its forwards' sum / n), and n. The harness (Part II, a worker's
+# watch) adds canary_pair, the canary's last reading before the batch and its first after it
+# (watched); canary_ratio, which decides whether it feeds the figures (mark_samples); for a repeat
+# on one BLAS thread, `follows`, the index of the sample it repeats. One of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -351,6 +350,11 @@ def processes_feeding(res):
     return "-".join(map(str, dict.fromkeys([counts[0], counts[-1]])))
 
 
+def unchecked(cond):
+    """The checks a run could not make, beside its verdict: quiet means no other check failed."""
+    return f" (not checked here: {', '.join(cond['unknown'])})" * bool(cond["unknown"])
+
+
 def footer(fig, res, marks, protocol):
     """Under a picture: the machine, its marks' protocol, the verdict (if disturbed, what to do)
     in short lines. Returns the share of the figure it takes."""
@@ -372,7 +376,7 @@ def footer(fig, res, marks, protocol):
                  for r in res["sweep"]) + "".join(
                  f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
-             f"run conditions: {cond['verdict']}" + "".join(
+             f"run conditions: {cond['verdict']}{unchecked(cond)}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])]
     lines += [f"what to do: {todo}"] * bool(todo)
     text = [part for ln in lines for part in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
@@ -499,9 +503,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASSES, SCORES_STEPS = ([c.split("/")[1] for c in CALL_ARRAYS if c.startswith(op)]
                         for op in ("softmax/", "scores/"))  # their names, in that order
-# The arrays each op reads or writes as naive numpy runs it (scores' and the softmax's: their
-# calls'), each once: its footprint (not what is live at one moment), by which place_on_roofline
-# picks the cache level whose roof the op is held to.
+# The arrays each op reads or writes as naive numpy runs it, each once: its footprint (not what is
+# live at one moment), by which place_on_roofline picks the cache level whose roof holds it.
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -1370,8 +1373,7 @@ PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half
 
 
 def canary_quantile(readings, q):
-    """Per part, the q-quantile of a process's canary readings, those around its samples only (at
-    REFERENCE_QUANTILE: its reference); the calls' small batches are run without it."""
+    """Per part, a process's canary readings' q-quantile (at REFERENCE_QUANTILE: its reference)."""
     return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
 
 
@@ -1808,8 +1810,7 @@ def spawn_all(plan, in_process):
 
 
 # ----------------------------------------------------------------------------------------------
-# A run: refused before it measures if it cannot fit; the workers spawned, the canary's word on
-# their samples, the lab's blocks on the samples it kept, the verdict; results.json records it all.
+# A run: refused first if it cannot fit; the workers, the canary's word, Blocks B to F, the verdict.
 
 WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS): set by hand
 
@@ -1970,10 +1971,9 @@ def run_lab(args, argv):
 
 
 # ----------------------------------------------------------------------------------------------
-# --compare A B: measures nothing. A is the baseline (say, the committed run), B the new run
-# (say, a learner's laptop): first whether the two machines were in the same state, then per op
-# and T whether B is faster, slower or the same, against both runs' own noise. load_results
-# checks that a file is this lab's results.json; main turns a key it lacks into one line.
+# --compare A B: measures nothing. A the baseline (say, the committed run), B the new run: first
+# whether the two machines were in the same state, then per op and T whether B is faster, slower
+# or the same against both runs' own noise; main turns a key a results.json lacks into one line.
 
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
 MACHINE_LIMIT = 1.25      # --compare: a machine fact (a copy, beta, one thread's av) that moves
@@ -2178,7 +2178,7 @@ def report(results, out):
     c = results["ceilings"]
     print(f"\nroofline ({c['source']}): beta {c['beta_peak_GBps']:.1f} GB/s, "
           f"pi {c['pi_peak_GFLOPS']:.1f} GFLOPS, ridge {c['ridge']:.2f} FLOP/byte; "
-          f"run conditions: {results['conditions']['verdict']}")
+          f"run conditions: {results['conditions']['verdict']}{unchecked(results['conditions'])}")
     if out.resolve() != HERE and (HERE / "results.json").is_file():  # the committed run's folder
         here = Path.cwd().resolve()
         perf, committed, new = [p.relative_to(here) if p.is_relative_to(here) else p for p in (
