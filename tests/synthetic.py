@@ -100,10 +100,11 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
 
 def drifted(results, manifest, beta, slower, start):
     """A copy of a real run (results.json, manifest.json) as if made on a host whose level had
-    moved: β and every copy rate at `beta` GB/s, every op of the sweeps `slower` times as long, its
-    workers' times from `start` on (seconds since the epoch); the roofline's classes, Block E's
-    threshold, the softmax against its roofs and Phase 27's preview worked out again by perf.py's
-    own functions. What no drift moves (the passes, the canary, the verdict) is left as it was."""
+    moved: β and every copy rate at `beta` GB/s, every op of the sweeps and every timed pass
+    `slower` times as long (their ratios as they were), its workers' times from `start` on
+    (seconds since the epoch); the roofline's classes, Block E's threshold, the softmax against its
+    roofs and Phase 27's preview worked out again by perf.py's own functions. What no drift moves
+    (the canary, the verdict) is left as it was."""
     r, m = copy.deepcopy(results), copy.deepcopy(manifest)
     c, d, h = r["ceilings"], r["config"]["d_model"], r["config"]["n_heads"]
     f = beta / c["beta_peak_GBps"]
@@ -123,6 +124,11 @@ def drifted(results, manifest, beta, slower, start):
     a, keyed = r["analysis"], perf.entry_at(r["sweep"], 512)
     for e in a["softmax_passes"]:
         e["sweep_softmax_ns_per_element"] *= slower
+        e["passes_ns_per_element"] *= slower
+        for ps in e["passes"]:
+            for k in ("ns_per_element", "in_cache_ns_per_element", "copy_ns_per_element"):
+                ps[k] *= slower
+                ps[f"{k}_interval"] = [slower * v for v in ps[f"{k}_interval"]]
     for e in a["scores_steps"]:
         e["sweep_scores_s"] *= slower
     a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"]),
