@@ -207,6 +207,11 @@ def CLASS_COUNT(T, cls):
     return lambda r, m: n_runs(r, m, lambda x: BOUND(x, "scores", T) == cls)
 
 
+# Question 1's headline for scores and av, worded alike in the four documents that give it.
+CLASSES_SAID = [("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
+                ("of the runs, at T = 512 in **{}**", CLASSES_AT(512))]
+
+
 def entries(x):
     """A run's softmax_passes entries, each's passes as a list (results.json) or a dict (digest)."""
     return [list(e["passes"].values()) if isinstance(e["passes"], dict) else e["passes"]
@@ -308,8 +313,7 @@ LAB = [
         r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
     ("of the **{}** runs", N),
     ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
-    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
-    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
+    *CLASSES_SAID,
     ("| intensity (FLOP/byte) | {} |", lambda r, m: " | ".join(num(op(r, T, "scores")["intensity"], 2) for T in TS)),
     class_row("memory-bound in", "memory"), class_row("near the ridge in", "ridge"),
     class_row("compute-bound in", "compute"),
@@ -419,8 +423,7 @@ TOP = [
     ("made one after another over **{}** minutes", MINUTES),
     ("the softmax at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs;", N),
-    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
-    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
+    *CLASSES_SAID,
     ("it ran at **{} %** of its", SM_RANGE),
     ("**), **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**. Most of its time", LEVEL_UNDER_10),
@@ -443,8 +446,7 @@ REPORT = [
     ("run and its **{}** reruns;", RERUN_COUNT),
     ("at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs.", N),
-    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
-    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
+    *CLASSES_SAID,
     ("the softmax ran at **{} %** of", SM_RANGE),
     ("**), **{} %**), and took", LEVEL_RANGE),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
@@ -459,8 +461,7 @@ SOLUTION = [
     ("at every T (intensity 5/8) in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
-    ("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT(64)),
-    ("of the runs, at T = 512 in **{}**", CLASSES_AT(512)),
+    *CLASSES_SAID,
     ("the threshold between T = **{}**.", lambda r, m: range_of([x["scores_av_threshold"]["T_threshold"]
                                                                   for x in RUNS(r, m) if BELOW(x)] or [None], 0,
                                                                  "** and **")),
