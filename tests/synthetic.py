@@ -52,7 +52,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
                 "copy_threads": 2, "levels": levels(beta),
                 "matmul": {"n": 2048, "intensity": 2048 / 6}}
-    ceilings = perf.ceilings_and_ridge(None, ceilings)
+    ceilings = perf.with_ridge(ceilings)
     rows, default_rows = [], []
     for T, ops in times_ms.items():
         base = {"T": T, "sample_count": 100,
@@ -113,7 +113,7 @@ def drifted(results, manifest, beta, slower, start):
         dram[k] *= f
     dram["GBps_interval"] = [f * v for v in dram["GBps_interval"]]
     c.update(beta_peak_GBps=beta, beta_peak_interval=[f * v for v in c["beta_peak_interval"]])
-    c = r["ceilings"] = perf.ceilings_and_ridge(None, c)
+    c = r["ceilings"] = perf.with_ridge(c)
     for row in r["sweep"] + r["sweep_default_heap"]:
         row["forward_s"] *= slower
         for o in row["ops"].values():

@@ -93,12 +93,20 @@ def test_weights_deterministic_from_seed():
 
 def test_timed_forward_contract_and_same_output():
     x, mha = inputs(128)
-    times, out = perf.attention_forward_timed(x, mha, return_output=True)
+    times, arrays = perf.attention_forward_timed(x, mha, return_arrays=True)
+    out = arrays["out"]
     # The lab's contract, spelled as the lab spells it.
     assert tuple(times) == ("qkv_proj", "scores", "softmax", "av", "out_proj", "total")
     # The same numbers as the plain forward (to rounding: a BLAS may take another path for
     # buffers at other addresses).
     np.testing.assert_allclose(out, perf.attention_forward(x, mha), rtol=1e-5, atol=1e-6)
+    # The arrays it keeps (where the ops taken apart start) are the ones each op returned.
+    ops = forward_by_op(x, mha)
+    made = dict(zip("QKV", ops["qkv_proj"][1]), S=ops["scores"][1], A=ops["softmax"][1],
+                O=ops["av"][1], out=ops["out_proj"][1])
+    assert list(arrays) == list(made)
+    for name, a in made.items():
+        np.testing.assert_allclose(arrays[name], a, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("slow", perf.OPS)
@@ -135,9 +143,9 @@ def test_the_steps_and_passes_mirror_the_ops_and_count_their_bytes():
     # the arrays they make weigh what forward_arrays says: if softmax() or scores() changed and
     # the passes did not, or the byte model did not, this goes red. Each takes what its op took.
     ops = forward_by_op(*inputs(64))
-    steps, S = perf.scores_steps(*ops["scores"][0])
+    steps, S = perf.scores_steps(*ops["scores"][0]), ops["scores"][1]
     assert list(steps) == list(perf.SCORES_STEPS) == ["matmul", "scale"]
-    np.testing.assert_allclose(S, ops["scores"][1], rtol=1e-6)  # a BLAS: equal to rounding
+    np.testing.assert_allclose(steps["scale"](), S, rtol=1e-6)  # a BLAS: equal to rounding
     np.testing.assert_allclose(steps["matmul"]() / 4.0, S, rtol=1e-6)  # sqrt(d_k) = 4
     calls, (Z, m, D, E, s) = perf.softmax_passes(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)

@@ -116,4 +116,4 @@ def test_the_docstring_map_names_functions_that_exist():
     where = doc[doc.index("Where to"):]
     named = {w.strip(".,:;()") for w in where.split() if w.strip(".,:;()") in TOP}
     assert {"attention_forward_timed", "sample_forwards", "watched", "summarize", "pool_row",
-            "op_cost", "judge_run", "ceilings_and_ridge"} <= named
+            "op_cost", "judge_run", "combine_ceilings"} <= named

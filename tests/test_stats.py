@@ -248,14 +248,9 @@ def test_plateau_rule_at_its_boundary():
 def test_ridge_interval_by_hand():
     measured = {"beta_peak_GBps": 20.0, "beta_peak_interval": [16.0, 25.0],
                 "pi_peak_GFLOPS": 150.0, "pi_peak_interval": [120.0, 200.0], "levels": {}}
-    c = perf.ceilings_and_ridge(None, measured)
+    c = perf.with_ridge(measured)
     # ridge 150 / 20 = 7.5; interval: lowest pi over highest beta, highest over lowest.
     assert c["ridge"] == 7.5 and c["ridge_interval"] == [120 / 25, 200 / 16]
-    given = perf.ceilings_and_ridge({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0,
-                                  "source": "phase1", "depends_on": "x"}, measured)
-    # Phase 1 gives one number each: no interval, the ridge is a point.
-    assert given["ridge"] == pytest.approx(250 / 15) and given["ridge_interval"] == [250 / 15] * 2
-    assert given["source"] == "phase1" and given["levels"] == {}
 
 
 def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_run_s():
@@ -265,13 +260,17 @@ def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_r
     assert perf.time_ceilings({**tiny, "time_pi": True}, 1e-4)["matmul"]
     untimed = perf.time_ceilings({**tiny, "time_pi": False}, 1e-4)
     assert not untimed["matmul"] and untimed["copy"]["DRAM"]["1thread"]
-    # Combined without pi, then Phase 1's pi and beta take their place; the copies' levels stay.
+    # Combined without pi: Phase 1's pi and beta take the measured's place, as points, and the
+    # ridge is a point; the copies' levels stay this run's.
     levels = {"L2": [(20, None)] * 5, "L3": [(40, 44)] * 5, "DRAM": [(20, 30)] * 5}
-    c = perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in copy_workers(
-        levels, [29] * 5)], [], {**SPEC, "time_pi": False})
-    assert c["pi_peak_GFLOPS"] is None and c["levels"]["DRAM"]["GBps_1thread"] == 20
-    given = perf.ceilings_and_ridge({"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0}, c)
-    assert given["ridge"] == pytest.approx(250 / 15) and given["levels"] == c["levels"]
+    given = {"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0, "source": "phase1", "depends_on": "x"}
+    c = perf.with_ridge(perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in
+                                               copy_workers(levels, [29] * 5)], [],
+                                              {**SPEC, "time_pi": False}, given))
+    assert (c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["source"]) == (15.0, 250.0, "phase1")
+    assert c["beta_peak_interval"] == [15.0] * 2 and c["pi_peak_interval"] == [250.0] * 2
+    assert c["ridge"] == pytest.approx(250 / 15) and c["ridge_interval"] == [250 / 15] * 2
+    assert c["levels"]["DRAM"]["GBps_1thread"] == 20 and c["levels"]["DRAM"]["GBps"] == 30
 
 
 def mixture_median(share, slow, sigma):

@@ -10,17 +10,17 @@ Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Pa
 harness, which calls it: the machine, the ceilings, the ops taken apart, the canary and a worker's
 watch, which samples feed, the verdict, the workers, a run (run_lab), --compare, the command line.
 Where to look, two places at most:
-- one op's time and what a sample holds: Blocks A and B, one after the other
-  (attention_forward_timed, sample_forwards; Block B's banner lists a sample's fields), and a
-  worker's watch with the next section (watched_samples, watched, after_sample, mark_samples);
+- one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
+  sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
+  section after it (watched_samples, watched, after_sample, mark_samples);
 - time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it
   (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
-  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS); calls_at mirrors scores, softmax;
+  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
   at its end), and run_lab, which calls judge_processes and judge_run;
-- beta and pi: the ceilings' section (who times them, when, how, how they are combined), and
-  Block B (run_for: a repeat; quantile_estimate: its interval); ridge: ceilings_and_ridge (D).
+- beta and pi: the ceilings' section (who times them, when, how; combine_ceilings), and Block B
+  (run_for: a repeat; quantile_estimate: its interval).
 """
 
 import argparse
@@ -88,8 +88,7 @@ class UsageError(Exception):
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
 # and Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED); all
-# else reads them, but calls_at (Part II), which rebuilds scores' inputs from qkv_proj's (an op
-# before scores changes those). tests/: synthetic.py's TIMES_MS needs the op's time.
+# else reads them. tests/: synthetic.py's TIMES_MS needs the op's time.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -165,10 +164,11 @@ def attention_forward(x, mha, mask=None):
     return out_proj(O, mha)
 
 
-def attention_forward_timed(x, mha, mask=None, return_output=False):
+def attention_forward_timed(x, mha, mask=None, return_arrays=False):
     """attention_forward with time.perf_counter_ns() around the ops: seconds per op of one
     forward, in the lab's dict (OPS and total). numpy is eager: each result exists when its call
-    returns. Six stamps, before, between and after the five ops; the dict made after the last."""
+    returns. Six stamps, before, between and after the five ops; the dict made after the last.
+    return_arrays: also the forward's arrays by name (the ops taken apart, Part II, use them)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -185,7 +185,7 @@ def attention_forward_timed(x, mha, mask=None, return_output=False):
     stamps = (t0, t1, t2, t3, t4, t5)  # op k of OPS runs from stamps[k] to stamps[k + 1]
     times = {k: (b - a) * 1e-9 for k, (a, b) in zip(OPS, zip(stamps, stamps[1:]), strict=True)}
     times["total"] = (t5 - t0) * 1e-9
-    return (times, out) if return_output else times
+    return (times, dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out)) if return_arrays else times
 
 
 # ----------------------------------------------------------------------------------------------
@@ -466,8 +466,8 @@ def plot_perf(res):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block D: what each array weighs and each op costs (the lab's formulas), the roofline's two
-# ceilings (Phase 1's, else this run's), each op placed on it, and roofline.png.
+# Block D: what each array weighs and each op costs (the lab's formulas), the ridge of the
+# ceilings the harness gives (Phase 1's, else this run's), each op placed on the roofline, its png.
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as the comment under
@@ -520,16 +520,12 @@ working_set = functools.partial(call_bytes, table=OP_ARRAYS)
 FLASH_ARRAYS = ("Q", "K", "V", "O")  # the FUSED ops as one, S and A never written (Phase 27)
 
 
-def ceilings_and_ridge(given, measured):
-    """Phase 1's beta and pi when given (points: no interval known), else the measured; the ridge
-    pi / beta and its interval from theirs (lowest pi over highest beta, and the reverse)."""
-    c = dict(measured) if given is None else {
-        **measured, **given, **{f"{k}_peak_interval_coverage": None for k in ("beta", "pi")},
-        "beta_peak_interval": [given["beta_peak_GBps"]] * 2,
-        "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2}
-    (b_lo, b_hi), (p_lo, p_hi) = c["beta_peak_interval"], c["pi_peak_interval"]
-    return c | {"ridge": c["pi_peak_GFLOPS"] / c["beta_peak_GBps"],
-                "ridge_interval": [p_lo / b_hi, p_hi / b_lo]}
+def with_ridge(ceilings):
+    """The ceilings (beta, pi and their intervals: the harness's) with the ridge pi / beta and its
+    interval from theirs: lowest pi over highest beta, and the reverse."""
+    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
+    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
+                       "ridge_interval": [p_lo / b_hi, p_hi / b_lo]}
 
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
@@ -1013,7 +1009,7 @@ def threads_warning(results):
 # matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
 # shared levels' on every logical CPU too). A repeat: one run_for batch (Block B). A ceiling
 # (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over the workers the canary kept
-# (else all), with quantile_estimate's interval (Block B). Block D's ceilings_and_ridge: the ridge.
+# (else all), with quantile_estimate's interval (Block B), or Phase 1's number in its place.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1046,8 +1042,7 @@ def phase1_ceilings(args):
 COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's has no roof of its
-                             # own (numpy's per-call cost would explain it: not measured)
+SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
 
 
 def copy_buffers(nbytes):
@@ -1149,9 +1144,10 @@ def copy_estimate(runs):
             "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
 
 
-def combine_ceilings(counted, warm_workers, spec):
-    """The measured ceilings, from the repeats of the processes that feed the figures (else all the
-    warm ones'); a plateau (DRAM's two sizes within PLATEAU); small copies slower than larger."""
+def combine_ceilings(counted, warm_workers, spec, given=None):
+    """The ceilings a run uses, from the repeats of the processes that feed the figures (else all
+    the warm ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies
+    slower than larger; beta and pi, or Phase 1's when given (pi then untimed; points)."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1166,16 +1162,20 @@ def combine_ceilings(counted, warm_workers, spec):
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    pi = dict.fromkeys(("GFLOPS", "GFLOPS_interval", "GFLOPS_interval_coverage", "repeats")) \
-        if not spec["time_pi"] else rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
     flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-    return {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-            "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-            "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-            "pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-            "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-            "pi_repeats": pi["repeats"], "copy_threads": spec["copy_threads"], "levels": levels,
-            "matmul": {"n": n, "intensity": flops / n_bytes}}
+    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
+         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
+         "copy_threads": spec["copy_threads"], "levels": levels,
+         "matmul": {"n": n, "intensity": flops / n_bytes}}
+    if given:  # Phase 1's two numbers in the measured's place: no interval known, pi untimed
+        return c | given | {"beta_peak_interval": [given["beta_peak_GBps"]] * 2,
+                            "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2, "pi_repeats": None,
+                            "beta_peak_interval_coverage": None, "pi_peak_interval_coverage": None}
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+    return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+                "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
+                "pi_repeats": pi["repeats"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1188,11 +1188,11 @@ CALL_REPEATS = 3          # every batch this often in turn; the fastest kept (as
 
 
 def scores_steps(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}, and S."""
+    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
     Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
     scale = math.sqrt(Q.shape[1] // h)
     P = Qh @ KhT
-    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}, P / scale
+    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
 
 
 def softmax_passes(S, mask):
@@ -1214,7 +1214,9 @@ def calls_at(T, task, mha):
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
     call: the fastest of CALL_REPEATS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    steps, S = scores_steps(*qkv_proj(x, mha)[:2], mha.n_heads)
+    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]
+    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
+    del made  # the forward's other arrays, freed before the passes make theirs
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1298,8 +1300,8 @@ def after_sample(task, i, forward_args, rec, canary):
     """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
     forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
     if task["timer_pairs"]:
-        m = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
-        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, m, i))
+        pairs = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
+        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, pairs, i))
     if i in task["one_thread_rounds"]:
         one = sample_forwards(*forward_args, task["min_time"],
                               lambda fn, t: watched(fn, t, canary, 1))
@@ -1952,8 +1954,7 @@ def run_lab(args, argv):
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
     windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
-    measured = combine_ceilings(counted, warm_workers, plan["ceiling_spec"])
-    ceilings = ceilings_and_ridge(given, measured)
+    ceilings = with_ridge(combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given))
     for r in rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
