@@ -860,9 +860,8 @@ def make_manifest(results):
 
 
 # ==============================================================================================
-# PART II — THE HARNESS: it calls Part I and records how the run went. The machine; the ceilings;
-# the ops taken apart; the canary; the run's conditions and verdict; the workers (the parent only
-# spawns, a worker only measures); a run; --compare; the CLI. Its limits: set by hand, all.
+# PART II — THE HARNESS: it calls Part I and records how the run went, in the sections the
+# module's docstring lists (the parent only spawns, a worker only measures). Limits: set by hand.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -1367,10 +1366,8 @@ def watched_samples(task, mha):
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
                           # all BLAS threads, judges whole processes only)
-BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this much over its
-                          # process's reference around it (set by hand)
-PROCESS_SLOW = 1.6        # a warm process is left out of every T when a part of its reference
-                          # exceeds the others' PEER_QUANTILE this much (set by hand)
+BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this x its reference
+PROCESS_SLOW = 1.6        # a warm process is left out when a part's reference is this x others'
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
 
 
@@ -1458,10 +1455,9 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict: cpufreq's settings at the start and end (run_lab), every process's CPU time
-# around spawn_all's loop (machine_watched) and the two sections above give the checks (judge_run,
-# run_lab's last step): each a value against a limit, ok True, False or None (not made); "quiet"
-# if none failed, else "disturbed" with each failed one's reason and remedy.
+# The run's verdict (judge_run, run_lab's last step, says from what): checks, each a value against
+# a limit, ok True, False or None (not made); "quiet" if none failed, else "disturbed" with each
+# failed one's reason and remedy.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1658,7 +1654,11 @@ def cooperation_finding(windows, threads_ran):
 
 def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows, windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
-    or changed under the run (the clock; the canary's rules). A finding: the threads' help."""
+    or changed under the run (the clock; the canary's rules). A finding: the threads' help. From:
+    load, own_cpu_s (machine_watched, around every worker); hardware's physical cores, hypervisor
+    flag and cpufreq settings at the start and end (machine_facts, cpufreq_settings); the warm
+    workers' preemptions, sampling time and canary readings (a worker's watch); left_out and
+    counted (judge_processes); rows' set-aside counts (pool_row); windows (threading_windows)."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
