@@ -189,7 +189,7 @@ SM_1T = lambda x: x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"]  # noqa: E
 FWD = lambda x: x["forward_s"]["512"]  # noqa: E731
 BELOW = lambda x: x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"]  # noqa: E731
 ALL_T = lambda x, ops, cls: all(c == cls for k in ops for c in x["bound"][k])  # noqa: E731
-PROJ = ("qkv_proj", "out_proj")
+PROJ = perf.PROJECTIONS
 T2 = lambda x, T: 1 - sum(x["time_share"][str(T)][k] for k in PROJ)  # noqa: E731  the T² ops' share
 GAP = lambda x: x["time_s"]["512"]["scores"] / x["time_s"]["512"]["av"]  # noqa: E731
 THREAD_GAP = lambda x, k: x["threads_at_T_512"][k]["scores"] / x["threads_at_T_512"][k]["av"]  # noqa
@@ -198,7 +198,7 @@ DEFAULT_HEAP = lambda x: x["default_heap"]["512"]["forward_s"] / FWD(x)  # noqa:
 
 def CLASSES_AT(T):
     """In how many runs scores were memory-bound, near the ridge and compute-bound at T: "a**, **b** and **c"."""
-    counts = [CLASS_COUNT(T, cls) for cls in ("memory", "ridge", "compute")]
+    counts = [CLASS_COUNT(T, cls) for cls in CLASSES]
     return lambda r, m: "{}**, **{}** and **{}".format(*(c(r, m) for c in counts))
 
 

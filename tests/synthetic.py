@@ -19,7 +19,7 @@ def worker(Ts):
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
-    return {"calls": calls}
+    return {"apart": calls}
 
 
 def levels(beta):
@@ -32,15 +32,15 @@ def levels(beta):
                    "GBps_from": "all_cpus",
                    "same_roof_as_DRAM": False, "repeats": 10},
             "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
-                     "check_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
-                     "GBps_all_cpus": beta, "GBps_check": beta, "plateau": True,
+                     "half_bytes": 64 << 20, "GBps": beta, "GBps_1thread": 0.7 * beta,
+                     "GBps_all_cpus": beta, "GBps_half": beta, "plateau": True,
                      "GBps_interval": [0.9 * beta, 1.1 * beta], "repeats": 20,
                      "GBps_from": "all_cpus"}}
 
 
-def op(seconds, worker_times):
+def op(seconds, process_estimates):
     return {"time_s": seconds, "time_s_interval": [0.98 * seconds, 1.02 * seconds],
-            "mean_s": seconds, "std_s": 0.0, "worker_times": worker_times}
+            "mean_s": seconds, "std_s": 0.0, "process_estimates": process_estimates}
 
 
 def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
@@ -109,7 +109,7 @@ def drifted(results, manifest, beta, slower, start):
     c, d, h = r["ceilings"], r["config"]["d_model"], r["config"]["n_heads"]
     f = beta / c["beta_peak_GBps"]
     dram = c["levels"]["DRAM"]
-    for k in ("GBps", "GBps_1thread", "GBps_all_cpus", "GBps_check"):
+    for k in ("GBps", "GBps_1thread", "GBps_all_cpus", "GBps_half"):
         dram[k] *= f
     dram["GBps_interval"] = [f * v for v in dram["GBps_interval"]]
     c.update(beta_peak_GBps=beta, beta_peak_interval=[f * v for v in c["beta_peak_interval"]])
@@ -129,8 +129,6 @@ def drifted(results, manifest, beta, slower, start):
             for k in ("ns_per_element", "in_cache_ns_per_element", "copy_ns_per_element"):
                 ps[k] *= slower
                 ps[f"{k}_interval"] = [slower * v for v in ps[f"{k}_interval"]]
-    for e in a["scores_steps"]:
-        e["sweep_scores_s"] *= slower
     a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"]),
              phase_27_preview=perf.phase_27_preview(keyed, d, h, c),
              softmax_at_T_512=perf.softmax_against_roofs(keyed, c))

@@ -64,8 +64,11 @@ def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
         hog.kill()
         hog.wait()
     assert proc.returncode == 0, proc.stderr
-    cond = json.loads((tmp_path / "results.json").read_text())["conditions"]
+    res = json.loads((tmp_path / "results.json").read_text())
+    cond = res["conditions"]
     assert "cpu-hog" in [name for name, _ in cond["other_processes"]]
+    if res["threads"]["blas_threads"] < res["hardware"]["physical_cores"]:
+        pytest.skip("the BLAS ran fewer threads than cores: the hog may use the cores left free")
     # The hog is named; another busy process of the host may be named beside it.
     failed = {f["check"]: f for f in cond["failed"]}
     remedy, do = failed["other_processes_cpus"]["remedy"], failed["other_processes_cpus"]["do"]
@@ -198,7 +201,7 @@ def test_a_worker_s_canary_readings_are_those_around_its_samples_only():
     task = tiny_task(T_sweep=[64, 128], samples_each_T=3, one_thread_rounds=[1], call_Ts=[64])
     w = perf.worker_job(task)
     batches = sum(len(r["samples"]) + len(r["one_thread"]) for r in w["by_T"].values())
-    assert "64" in w["calls"] and len(w["canary_readings"]) == batches + 1 == 9
+    assert "64" in w["apart"] and len(w["canary_readings"]) == batches + 1 == 9
 
 
 def test_the_thread_limit_reaches_the_worker():
@@ -212,7 +215,7 @@ def test_a_worker_that_hangs_is_killed_after_its_timeout():
         perf.spawn_one(tiny_task(samples_each_T=10**6), False, timeout=1)
 
 
-def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch):
+def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch, fake_mallopt):
     full = tiny_task(samples_each_T=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
     assert perf.worker_timeout(full) == perf.WORKER_TIMEOUT_S  # a full run's: far under the floor
     for task in (tiny_task(**{**full, "samples_each_T": 1000, "min_time": 0.5}),  # 2000 s

@@ -141,7 +141,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys):
     (tmp_path / "corrupt.json").write_text("{nope")
     (tmp_path / "foreign.json").write_text('{"experiment": "01-roofline", "sweep": []}')
     partial = synthetic.run()
-    del partial["sweep"][0]["ops"]["av"]["worker_times"]
+    del partial["sweep"][0]["ops"]["av"]["process_estimates"]
     cases = [tmp_path / "missing.json", tmp_path / "corrupt.json", tmp_path / "foreign.json",
              save(tmp_path, "heads", heads), save(tmp_path, "noT", no_common),
              save(tmp_path, "partial", partial), EXP / "manifest.json"]

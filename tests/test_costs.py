@@ -155,7 +155,7 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     # No cache described: DRAM alone; --quick's small DRAM copy, checked at half its size.
     assert list(perf.copy_levels({"caches": {}})) == ["DRAM"]
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
-    assert (quick["bytes"], quick["check_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
+    assert (quick["bytes"], quick["half_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
     # copy_levels takes the largest data cache as the one every core shares, and copies it on all.
     assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
 

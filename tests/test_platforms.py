@@ -1,5 +1,5 @@
-"""perf.py on machines we do not have: each simulated through the one seam that reads the
-machine (SYSROOT for Linux's /proc and /sys, psutil, platform), each running a tiny sweep to the
+"""perf.py on machines we do not have: each simulated through the seams that read the machine
+(SYSROOT for Linux's /proc and /sys, psutil, platform), each running a tiny sweep to the
 end in this process (the measurement and its verdict; the pictures are tested apart) and
 recording what it could not see."""
 import collections

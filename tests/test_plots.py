@@ -36,7 +36,7 @@ def awkward():
     for row in res["sweep"]:
         row["processes"].remove("warm 3")
     res["sweep_default_heap"][-1]["forward_s"] *= 4
-    res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_check=31.0)
+    res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_half=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
     res["ceilings"]["levels"] = {"L1d": {  # a small copy slower than larger ones: no roof
         "capacity_bytes": 32 << 10, "bytes": 16 << 10, "shared": False, "GBps": 21.6,

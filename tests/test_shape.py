@@ -1,5 +1,5 @@
-"""perf.py reads top to bottom: Part I, the lab, stands alone (it names nothing of Part II, the
-harness, which calls it) within PART_I_LINES; the whole within MAX_LINES, lines of at most 100
+"""perf.py reads top to bottom: Part I, the lab, names nothing of Part II (the harness, which
+calls it and hands it what it measured) within PART_I_LINES; the whole within MAX_LINES, lines of at most 100
 characters, functions of at most 60 lines, one conductor, and no function uses one defined
 further down within its part (the entry point aside)."""
 import ast

@@ -18,7 +18,7 @@ def counted(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4
         rec.update({p: {"at_T": a, "in_cache": in_cache, "copy": copy_s}
                     for p in perf.PASSES})
         rec["exp_float64"] = {"in_cache": 2 * in_cache}
-        out.append({"calls": {str(T): copy.deepcopy(rec)}})
+        out.append({"apart": {str(T): copy.deepcopy(rec)}})
     return out
 
 
@@ -47,7 +47,7 @@ def test_each_cost_is_the_median_over_the_processes_with_its_interval():
     (6.25e-6, 2e-4, "unresolved")])  # in cache 0.19 ns: the two costs meet
 def test_the_larger_floor_is_named_only_when_the_intervals_part(in_cache, copy_s, floor):
     w = counted(in_cache=in_cache, copy_s=copy_s)
-    w[0]["calls"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
+    w[0]["apart"]["512"]["exp"]["copy"] = 1.1 * copy_s  # an interval, not a point
     (e,) = perf.softmax_pass_comparisons([row()], w, 64, 4)
     assert {p["larger_floor"] for p in e["passes"] if p["pass"] == "exp"} == {floor}
 
@@ -59,16 +59,16 @@ def test_the_comparisons_never_read_the_sweep_s_times():
     assert b["sweep_softmax_ns_per_element"] == pytest.approx(3 * a["sweep_softmax_ns_per_element"])
 
 
-def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(monkeypatch):
-    """Each call's figure is the fastest of CALL_REPEATS repeats over every call: a spell that
-    slows exp's batch ten times in the first repeat, or the copy's in the last, leaves both at the
-    level of the other repeats."""
-    repeats = perf.CALL_REPEATS
+def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(monkeypatch):
+    """Each call's figure is the fastest of CALL_ROUNDS rounds over every call: a spell that
+    slows exp's batch ten times in the first round, or the copy's in the last, leaves both at the
+    level of the other rounds."""
+    rounds = perf.CALL_ROUNDS
     seen = {}
 
     def run_for(fn, min_time):  # one call per batch, 1 ms, but the spell's
         k = seen[fn] = seen.get(fn, 0) + 1
-        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == repeats)
+        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == rounds)
         return 1, (10e-3 if spell else 1e-3)
 
     monkeypatch.setattr(perf, "run_for", run_for)
@@ -86,6 +86,6 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
 
     monkeypatch.setattr(perf, "softmax_passes", passes)
     rec = perf.calls_at(64, task, mha)
-    assert repeats >= 2 and all(seen[fn] == repeats for fn in seen)
+    assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3

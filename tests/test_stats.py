@@ -18,7 +18,7 @@ def test_summarize_by_hand():
     # processes: X(2) and X(9) of the estimates, 2.75 and 9.75, covering 1 - 22/1024.
     procs = [[i, i + 1, i + 2, i + 3] for i in range(1, 11)]
     s = perf.summarize(procs)
-    assert s["worker_times"] == [i + 0.75 for i in range(1, 11)]
+    assert s["process_estimates"] == [i + 0.75 for i in range(1, 11)]
     assert s["time_s"] == 6.25 and s["time_s_interval"] == [2.75, 9.75]
     assert s["time_s_interval_coverage"] == pytest.approx(1 - 22 / 1024)
     # The two spreads: between, the estimates' relative SD; within, the median of each
@@ -114,7 +114,7 @@ def test_pool_T_by_hand():
     # Part I's statistic of the samples that feed it: two processes, 1 ms and 3 ms an op.
     row = perf.pool_T(64, {"warm 1": [sample(1)] * 3, "warm 2": [sample(3)] * 5})
     assert row["processes"] == ["warm 1", "warm 2"] and set(row["ops"]) == set(perf.OPS)
-    assert row["ops"]["softmax"]["worker_times"] == [0.001, 0.003]
+    assert row["ops"]["softmax"]["process_estimates"] == [0.001, 0.003]
     assert row["ops"]["softmax"]["time_s"] == pytest.approx(0.002)  # the median of two: their mean
     assert row["forward_s"] == pytest.approx(N * 0.002)
 
@@ -149,13 +149,13 @@ def test_pool_row_by_hand():
     slow = {**a, "label": "warm 3", "samples": [sample(3, ratio=1.5)] * 4}
     row = perf.pool_row(64, [slow, b])
     assert row["processes"] == ["warm 2"]  # warm 3 kept none: it feeds none
-    assert row["ops"]["softmax"]["worker_times"] == [0.001]
+    assert row["ops"]["softmax"]["process_estimates"] == [0.001]
     assert row["figures_from"] == "kept samples"
     # Every sample of every process slow: the figures from all of them, and the row says so.
     row = perf.pool_row(64, [slow])
     assert row["figures_from"] == "all samples: the canary kept none"
     assert row["ops"]["softmax"]["time_s"] == 0.003 and row["samples_set_aside"] == 4
-    assert row["processes"] == ["warm 3"] and row["ops"]["softmax"]["worker_times"] == [0.003]
+    assert row["processes"] == ["warm 3"] and row["ops"]["softmax"]["process_estimates"] == [0.003]
 
 
 def test_threading_windows_by_hand():
@@ -182,7 +182,7 @@ def copy_workers(levels, check, matmul=100.0):
     repeat per worker, the check on all CPUs."""
     return [{"copy": {name: {"1thread": [reps[i][0]], "all_cpus": None if reps[i][1] is None else
                              [reps[i][1]]} for name, reps in levels.items()},
-             "copy_check": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
+             "copy_half": {"DRAM": [check[i]]}, "matmul": [matmul + i]}
             for i in range(len(check))]
 
 
@@ -190,7 +190,7 @@ SPEC = {"copy_threads": 2, "matmul_n": 600, "time_pi": True, "levels": {
     "L2": {"capacity_bytes": 128 << 10, "bytes": 64 << 10, "shared": False},
     "L3": {"capacity_bytes": 32 << 20, "bytes": 16 << 20, "shared": True},
     "DRAM": {"capacity_bytes": None, "bytes": 128 << 20, "shared": True, "past_llc": True,
-             "check_bytes": 64 << 20}}}
+             "half_bytes": 64 << 20}}}
 
 
 def ceilings(dram, check, l3=((40, 44), (42, 46), (41, 45), (40, 44), (42, 46))):
@@ -238,7 +238,7 @@ def test_copy_ceilings_by_hand():
 def test_plateau_rule_at_its_boundary():
     # The half-size copy on all threads within PLATEAU (10 %) of the main size's: a plateau.
     at = ceilings(dram=[(50, 100)] * 5, check=[110] * 5)["levels"]["DRAM"]
-    assert at["plateau"] is True and at["GBps_check"] == 110
+    assert at["plateau"] is True and at["GBps_half"] == 110
     past = ceilings(dram=[(50, 100)] * 5, check=[110.5] * 5)
     assert past["levels"]["DRAM"]["plateau"] is False
     # No plateau: beta stays the larger copy's, and its interval its own, not both sizes'.
@@ -256,7 +256,7 @@ def test_ridge_interval_by_hand():
 def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_run_s():
     # time_ceilings on a tiny plan: the copies timed, the matmul only when pi is not given.
     tiny = {"copy_threads": 1, "matmul_n": 16, "reps": 1, "cache_reps": 1, "levels": {
-        "DRAM": {"capacity_bytes": None, "bytes": 64 << 10, "shared": True, "check_bytes": 0}}}
+        "DRAM": {"capacity_bytes": None, "bytes": 64 << 10, "shared": True, "half_bytes": 0}}}
     assert perf.time_ceilings({**tiny, "time_pi": True}, 1e-4)["matmul"]
     untimed = perf.time_ceilings({**tiny, "time_pi": False}, 1e-4)
     assert not untimed["matmul"] and untimed["copy"]["DRAM"]["1thread"]
@@ -269,6 +269,8 @@ def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_r
                                               {**SPEC, "time_pi": False}, given))
     assert (c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["source"]) == (15.0, 250.0, "phase1")
     assert c["beta_peak_interval"] == [15.0] * 2 and c["pi_peak_interval"] == [250.0] * 2
+    assert [c[f"{k}_{f}"] for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")] \
+        == [None] * 4  # no repeats of this run's stand behind Phase 1's numbers
     assert c["ridge"] == pytest.approx(250 / 15) and c["ridge_interval"] == [250 / 15] * 2
     assert c["levels"]["DRAM"]["GBps_1thread"] == 20 and c["levels"]["DRAM"]["GBps"] == 30
 

@@ -99,7 +99,7 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
     f = perf.cooperation_finding([window(256, 1.40), window(512, 1.32)], threads_ran=2)
     assert f["holds"] is False and f["value"] == 1.32
     assert f["finding"].startswith("2 BLAS threads took 1.32x one thread's time on av at "
-                                   "T = 512 (limit 0.9): the cores barely cooperate")
+                                   "T = 512 (limit 0.9): the threads barely helped av here")
     assert f["advice"] == (
         "one thread was faster in the same windows (threading_windows): run with "
         "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of scores and "

@@ -7,9 +7,9 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
-harness, which calls it: the machine, the ceilings, the ops taken apart, the canary and a worker's
-watch, which samples feed, the verdict, the workers, a run (run_lab), --compare, the command line.
-Where to look, two places at most:
+harness, which calls it and hands it what it measured: the machine, the ops taken apart, a worker's
+watch (the canary), which samples feed, the verdict, the ceilings, the workers, a run (run_lab),
+--compare, the command line. Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
   section after it (watched_samples, watched, after_sample, mark_samples);
@@ -18,9 +18,9 @@ Where to look, two places at most:
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
-  at its end), and run_lab, which calls judge_processes and judge_run;
-- beta and pi: the ceilings' section (who times them, when, how; combine_ceilings), and Block B
-  (run_for: a repeat; quantile_estimate: its interval).
+  at its end), and run_lab (the window machine_watched wraps; judge_processes, judge_run);
+- beta and pi: the ceilings with the workers after them (who, when: make_plan, worker_job; how;
+  combine_ceilings), and Block B (run_for: a repeat; quantile_estimate: its interval).
 """
 
 import argparse
@@ -86,9 +86,9 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, its function, the two forwards below)
-# and Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED); all
-# else reads them. tests/: synthetic.py's TIMES_MS needs the op's time.
+# The ops. A sixth op touches this Block (these tuples, its function, both forwards below), Block
+# D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED), tests/' by-hand
+# checks (test_model, test_costs, synthetic.py's TIMES_MS), the committed run; all else reads them.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -196,8 +196,8 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
 # the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
 # OPS, one forward's seconds (its forwards' sum / n), and n. The harness (Part II, a worker's
 # watch) adds canary_pair, the canary's last reading before the batch and its first after it
-# (watched); canary_ratio, which decides whether it feeds the figures (mark_samples); for a repeat
-# on one BLAS thread, `follows`, the index of the sample it repeats. One of every T a round.
+# (watched); canary_ratio, which decides if it feeds the figures (mark_samples); on one BLAS
+# thread, `follows`, the index of the sample it follows. A warm worker: one of every T a round.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -281,7 +281,7 @@ def summarize(by_process):
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
-            "worker_times": each, "between_process_rsd": rsd(each),
+            "process_estimates": each, "between_process_rsd": rsd(each),
             "within_process_rsd": float(np.median([rsd(times) for times in by_process]))}
 
 
@@ -503,8 +503,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASSES, SCORES_STEPS = ([c.split("/")[1] for c in CALL_ARRAYS if c.startswith(op)]
                         for op in ("softmax/", "scores/"))  # their names, in that order
-# The arrays each op reads or writes as naive numpy runs it, each once: its footprint (not what is
-# live at one moment), by which place_on_roofline picks the cache level whose roof holds it.
+# The arrays each op reads or writes as naive numpy runs it, each once: its footprint, by which
+# place_on_roofline sets it under a cache level's roof (assumed: it then runs at that copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -589,8 +589,8 @@ def draw_roofs(ax, res, xs):
                                    color="0.85", lw=0, zorder=0, label=(
         "beta's interval, this run's repeats" + (f" ({cov:.0%} coverage)" if (
             cov := c.get("beta_peak_interval_coverage")) else "") + f", {lo:.1f}-{hi:.1f} GB/s" + (
-            f"\n  (no plateau: a {dram['check_bytes'] >> 20} MiB copy ran at "
-            f"{dram['GBps_check']:.1f})" if c["source"] == "measured" and not dram["plateau"]
+            f"\n  (no plateau: a {dram['half_bytes'] >> 20} MiB copy ran at "
+            f"{dram['GBps_half']:.1f})" if c["source"] == "measured" and not dram["plateau"]
             else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
@@ -750,7 +750,7 @@ def softmax_against_roofs(row, ceilings):
 
 
 def threading_windows(Ts, counted, keep=lambda sample: True):
-    """Per T, each one-thread sample against the all-thread sample it repeats, just before it
+    """Per T, each one-thread sample against the all-thread sample it follows, just before it
     (only the timer pairs between; pairs whose samples `keep` both): per op, the median of all
     threads' over one's."""
     out = []
@@ -774,7 +774,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     out = []
     for row in rows:
         T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
-        if not (got := [w["calls"][str(T)] for w in counted if str(T) in w["calls"]]):
+        if not (got := [w["apart"][str(T)] for w in counted if str(T) in w["apart"]]):
             continue
         n_el, n_queries = n_heads * T * T, got[0]["in_cache_queries"]
         per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
@@ -803,14 +803,14 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 def scores_step_times(rows, counted):
     """scores taken apart at each T: its matmul and its scaling pass, each the median over the
-    processes (seconds) with its interval; the sweep's scores beside."""
+    processes (seconds) with its interval."""
     out = []
     for row in rows:
-        if got := [w["calls"][str(row["T"])]["scores"] for w in counted if str(row["T"]) in
-                   w["calls"]]:
+        if got := [w["apart"][str(row["T"])]["scores"] for w in counted if str(row["T"]) in
+                   w["apart"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": row["T"], "process_count": len(got), **steps["matmul"],
-                        **steps["scale"], "sweep_scores_s": row["ops"]["scores"]["time_s"]})
+                        **steps["scale"]})
     return out
 
 
@@ -1002,46 +1002,12 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings, all here. Phase 1's beta and pi when given (read_ceilings), else timed by Phase
-# 1's kernels: who and what, ceiling_plan (the first CEILING_WORKERS warm workers; make_plan hands
-# them its spec); when, last in a worker (worker_job: after its samples and calls_at); how, pi's
-# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
-# shared levels' on every logical CPU too). A repeat: one run_for batch (Block B). A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over the workers the canary kept
-# (else all), with quantile_estimate's interval (Block B), or Phase 1's number in its place.
+# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
+# same call in cache and a copy of the pass's bytes (copy_buffers: the ceilings' copies use it
+# too): controlled comparisons of what each costs, never inputs to the figures they test.
 
-def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
-    results_summary), else a UsageError, before measuring."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-def phase1_ceilings(args):
-    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
-    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
-        return None
-    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
-            "source": "cli" if args.roofline else "phase1",
-            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
-
-
-COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
-PLATEAU = 0.10            # two copy rates within 10 %: one plateau, one roof
-SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
 
 
 def copy_buffers(nbytes):
@@ -1051,139 +1017,6 @@ def copy_buffers(nbytes):
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
     return block[:n], block[n + gap:]
-
-
-def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count
-    (a write-allocate's read not counted); on more threads, each a slice (numpy frees the GIL)."""
-    (src, dst), N = buffers, buffers[0].size
-    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
-    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
-        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
-            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
-        copy()  # untimed: first touch of both buffers, threads started
-        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
-
-
-def matmul_cost(n):
-    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
-    return 2 * n**3, 3 * 4 * n**2
-
-
-def matmul_rates(n, reps, min_time):
-    """pi's kernel timed: GFLOPS of `reps` repeats."""
-    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
-    a @ b
-    return [matmul_cost(n)[0] * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
-                                                         for _ in range(reps))]
-
-
-def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB; DRAM:
-    dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that (plateau check)."""
-    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
-    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
-              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
-    llc = max(caches.values(), default=8 << 20)
-    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
-                     "shared": size == llc} for name, size in sorted(caches.items())}
-    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
-    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
-                              "past_llc": dram > llc, "check_bytes": dram // 2}}
-
-
-CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
-CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul, and of the other levels' copies
-    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
-
-
-def ceiling_plan(quick, hardware, n_warm, time_pi):
-    """(spec, how many workers time it): the copies of copy_levels, even beside Phase 1's beta (the
-    caches' roofs, one thread's DRAM copy), and pi's matmul (time_pi: no Phase 1 pi given)."""
-    n_ceiling = min(n_warm, CEILING_WORKERS)
-    profile = CEILING_PROFILES["quick" if quick else "full"]
-    return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
-            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
-            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
-            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}, n_ceiling
-
-
-def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
-    and, `shared` (the LLC's size), on all CPUs; pi's matmul. The canary does not judge them."""
-    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_check": {}}
-    for name, lv in spec["levels"].items():
-        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        buffers = copy_buffers(lv["bytes"])
-        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
-                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
-                             if n_cpus > 1 and lv["shared"] else None}
-        if lv.get("check_bytes"):  # the same buffers' first halves
-            halves = [b[:lv["check_bytes"] // 8] for b in buffers]
-            out["copy_check"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
-        buffers = halves = None  # freed before the next level's are made: one at a time
-    return {**out, "matmul": spec["time_pi"] and matmul_rates(spec["matmul_n"], spec["reps"],
-                                                              min_time)}
-
-
-def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, their
-    CEILING_QUANTILE (the fast side: noise is assumed only to slow a repeat), and its interval."""
-    rates = sum(runs, [])
-    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
-
-
-def copy_estimate(runs):
-    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
-    one = rate_estimate([r["1thread"] for r in runs], "GBps")
-    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
-    best = alls if alls and alls["GBps"] > one["GBps"] else one
-    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
-            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
-
-
-def combine_ceilings(counted, warm_workers, spec, given=None):
-    """The ceilings a run uses, from the repeats of the processes that feed the figures (else all
-    the warm ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies
-    slower than larger; beta and pi, or Phase 1's when given (pi then untimed; points)."""
-    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
-        w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
-    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
-              for name, lv in spec["levels"].items()}
-    dram = levels["DRAM"]
-    half = rate_estimate([w["copy_check"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
-    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_check=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
-    for name, lv in levels.items():
-        if name != "DRAM":
-            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
-            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
-            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
-                lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-         "copy_threads": spec["copy_threads"], "levels": levels,
-         "matmul": {"n": n, "intensity": flops / n_bytes}}
-    if given:  # Phase 1's two numbers in the measured's place: no interval known, pi untimed
-        return c | given | {"beta_peak_interval": [given["beta_peak_GBps"]] * 2,
-                            "pi_peak_interval": [given["pi_peak_GFLOPS"]] * 2, "pi_repeats": None,
-                            "beta_peak_interval_coverage": None, "pi_peak_interval_coverage": None}
-    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-    return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-                "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-                "pi_repeats": pi["repeats"]}
-
-
-# ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call in cache and a copy of the pass's bytes (why they cost what they do:
-# controlled comparisons, never inputs to the figures they test).
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_REPEATS = 3          # every batch this often in turn; the fastest kept (assumed: noise adds)
 
 
 def scores_steps(Q, K, h):
@@ -1211,7 +1044,7 @@ def calls_at(T, task, mha):
     """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
     rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_REPEATS batches in turn (a spell within a round costs a batch)."""
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]
     steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
@@ -1234,7 +1067,7 @@ def calls_at(T, task, mha):
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
         n, batch_s = run_for(fn, CALL_MIN_TIME)
         out[name][kind] = min(out[name][kind], batch_s / n)
     return out
@@ -1251,14 +1084,14 @@ def make_canary():
     each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
-    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, repeats)
+    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
 
     def read():
         reading = {}
-        for name, (fn, repeats) in parts.items():
+        for name, (fn, n) in parts.items():
             fn()
             t0 = time.perf_counter_ns()
-            for _ in range(repeats):
+            for _ in range(n):
                 fn()
             reading[name] = (time.perf_counter_ns() - t0) * 1e-9
         return reading
@@ -1317,21 +1150,20 @@ def cpufreq_MHz(dirs):
 
 
 def preemptions():
-    """Involuntary context switches of all this process's threads so far, BLAS threads included
-    (psutil counts the main thread's only), or None off Linux (only Linux's /proc is read)."""
-    return None if platform.system() != "Linux" else sum(
-        int(ln.split()[1]) for f in Path("/proc/self/task").glob("*/status")
-        for ln in read_text(f, "").splitlines() if ln.startswith("nonvoluntary_ctxt"))
+    """Involuntary context switches of this process so far, summed over its threads by Linux's
+    getrusage, BLAS's included (psutil counts the main thread's only); None off Linux."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw if platform.system() == "Linux" \
+        else None
 
 
 @contextlib.contextmanager
-def machine_around(rec, sampled):
+def machine_around(rec, worker):
     """Around one sample: its page faults (the canary's reading after it included; None where the
     OS counts none) into its T's record, then the CPUs' mean MHz into the worker's record."""
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    sampled["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(sampled["dirs"])) else [])
+    worker["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(worker["dirs"])) else [])
 
 
 @contextlib.contextmanager
@@ -1339,23 +1171,23 @@ def worker_conditions():
     """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
     each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
     switches, t0 = preemptions(), time.perf_counter()
-    sampled = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
-    yield sampled
-    del sampled["dirs"]
-    sampled.update(sampling_s=time.perf_counter() - t0,
-                   preempted=None if switches is None else preemptions() - switches)
+    worker = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    yield worker
+    del worker["dirs"]
+    worker.update(sampling_s=time.perf_counter() - t0,
+                  preempted=None if switches is None else preemptions() - switches)
 
 
 def watched_samples(task, mha):
     """A worker's samples (take_samples) with the hooks above (watched, machine_around,
     after_sample): worker_conditions' record, with by_T (the samples) and canary_readings."""
     canary = make_canary()
-    with worker_conditions() as sampled:
-        sampled["by_T"] = take_samples(
+    with worker_conditions() as worker:
+        worker["by_T"] = take_samples(
             task, mha, lambda fn, t: watched(fn, t, canary),
-            lambda rec: machine_around(rec, sampled),
+            lambda rec: machine_around(rec, worker),
             lambda i, args, rec: after_sample(task, i, args, rec, canary))
-    return {**sampled, "canary_readings": canary["readings"]}
+    return {**worker, "canary_readings": canary["readings"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1420,7 +1252,7 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
     "canary.batch_part, at the faster of its readings before and after the sample, at most "
     "canary.batch_slow_ratio x the process's reference); "
     "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
-    "canary kept no sample at a T, every sample (figures_from says)",
+    "canary kept no sample at a T, all their samples (figures_from says)",
     "time_s_interval": "a distribution-free interval of that median with a coverage of "
     f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
     "says which), over this run's processes only: a run minutes later can fall outside it"}
@@ -1503,15 +1335,15 @@ def machine_load(own_pids):
 
 
 @contextlib.contextmanager
-def machine_watched(workers, in_process):
-    """Around spawn_all's loop (every worker, the default-heap one first): the machine's load before
-    and after, this run's own CPU seconds between ("load", "own_cpu_s"); `workers`: their results
-    (Windows counts no children's: theirs added)."""
+def machine_watched(in_process):
+    """Around what it wraps (run_lab: spawn_all, every worker from its start to its result): the
+    machine's load before and after ("load"), this run's own CPU seconds in between ("own_cpu_s";
+    Windows counts no children's: the workers' results, put in "workers", add theirs)."""
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    out, own0 = {"load": [machine_load({os.getpid()})]}, own()
+    out, own0 = {"load": [machine_load({os.getpid()})], "workers": []}, own()
     yield out
     out["load"].append(machine_load({os.getpid()}))
-    out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in workers)
+    out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in out["workers"])
                                        if os.name == "nt" and not in_process else 0)
 
 
@@ -1643,8 +1475,8 @@ def cooperation_finding(windows, threads_ran):
     if out["holds"] is not False:
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
-            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the cores barely cooperate "
-            "on this machine", "advice": (
+            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the threads barely helped av "
+            "here", "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
                 "scores and av move with it, so compare such a run only with other one-thread runs"
@@ -1655,10 +1487,9 @@ def cooperation_finding(windows, threads_ran):
 def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows, windows):
     """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
     or changed under the run (the clock; the canary's rules). A finding: the threads' help. From:
-    load, own_cpu_s (machine_watched, around every worker); hardware's physical cores, hypervisor
-    flag and cpufreq settings at the start and end (machine_facts, cpufreq_settings); the warm
-    workers' preemptions, sampling time and canary readings (a worker's watch); left_out and
-    counted (judge_processes); rows' set-aside counts (pool_row); windows (threading_windows)."""
+    load, own_cpu_s (machine_watched); hardware's physical cores, hypervisor flag, cpufreq at the
+    start and end (machine_facts, cpufreq_settings); the warm workers' preemptions, sampling time,
+    canary readings (a worker's watch); left_out, counted (judge_processes); rows (pool_row)."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -1667,6 +1498,174 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
                        hardware["virtualized"]),
         **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5],
         "findings": {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}}
+
+
+# ----------------------------------------------------------------------------------------------
+# The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's kernels.
+# Who: the first CEILING_WORKERS warm workers (ceiling_plan; make_plan, below, hands them its spec);
+# when: last in such a worker (worker_job, below: after its samples and calls_at); how: pi's
+# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
+# shared levels' on every logical CPU too), between copy_buffers (the ops taken apart's). A repeat:
+# one run_for batch (Block B). A ceiling (combine_ceilings): the CEILING_QUANTILE of its repeats
+# pooled over the counted workers (else all the warm ones), with quantile_estimate's interval
+# (Block B), or Phase 1's number in its place.
+
+def read_ceilings(path):
+    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
+    results_summary), else a UsageError, before measuring."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+def phase1_ceilings(args):
+    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
+    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
+        return None
+    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
+            "source": "cli" if args.roofline else "phase1",
+            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
+
+
+COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
+PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
+SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+
+
+def copy_rates(buffers, n_threads, reps, min_time):
+    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count
+    (a write-allocate's read not counted); on more threads, each a slice (numpy frees the GIL)."""
+    (src, dst), N = buffers, buffers[0].size
+    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
+    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
+        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
+            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
+        copy()  # untimed: first touch of both buffers, threads started
+        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
+
+
+def matmul_cost(n):
+    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
+    return 2 * n**3, 3 * 4 * n**2
+
+
+def matmul_rates(n, reps, min_time):
+    """pi's kernel timed: GFLOPS of `reps` repeats."""
+    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
+    a @ b
+    return [matmul_cost(n)[0] * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
+                                                         for _ in range(reps))]
+
+
+def copy_levels(hardware, dram_bytes=None):
+    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB; DRAM:
+    dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that (plateau check)."""
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
+    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
+              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
+    llc = max(caches.values(), default=8 << 20)
+    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
+                     "shared": size == llc} for name, size in sorted(caches.items())}
+    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
+    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
+                              "past_llc": dram > llc, "half_bytes": dram // 2}}
+
+
+CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
+CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul, and of the other levels' copies
+    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+
+
+def ceiling_plan(quick, hardware, n_warm, time_pi):
+    """(spec, how many workers time it): the copies of copy_levels, even beside Phase 1's beta (the
+    caches' roofs, one thread's DRAM copy), and pi's matmul (time_pi: no Phase 1 pi given)."""
+    n_ceiling = min(n_warm, CEILING_WORKERS)
+    profile = CEILING_PROFILES["quick" if quick else "full"]
+    return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
+            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
+            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
+            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}, n_ceiling
+
+
+def time_ceilings(spec, min_time):
+    """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
+    and, `shared` (the LLC's size), on all CPUs; pi's matmul. The canary does not judge them."""
+    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
+    for name, lv in spec["levels"].items():
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        buffers = copy_buffers(lv["bytes"])
+        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
+                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
+                             if n_cpus > 1 and lv["shared"] else None}
+        if lv.get("half_bytes"):  # the same buffers' first halves
+            halves = [b[:lv["half_bytes"] // 8] for b in buffers]
+            out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
+        buffers = halves = None  # freed before the next level's are made: one at a time
+    return {**out, "matmul": spec["time_pi"] and matmul_rates(spec["matmul_n"], spec["reps"],
+                                                              min_time)}
+
+
+def rate_estimate(runs, key):
+    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, their
+    CEILING_QUANTILE (the fast side: noise is assumed only to slow a repeat), and its interval."""
+    rates = sum(runs, [])
+    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
+
+
+def copy_estimate(runs):
+    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
+    one = rate_estimate([r["1thread"] for r in runs], "GBps")
+    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
+    best = alls if alls and alls["GBps"] > one["GBps"] else one
+    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
+            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
+
+
+def combine_ceilings(counted, warm_workers, spec, given=None):
+    """The ceilings a run uses, from the counted processes' repeats (else all the warm ones'): each
+    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger;
+    beta and pi (*_peak_*, Phase 1's names: the repeats' fast side), or Phase 1's when given."""
+    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
+        w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
+              for name, lv in spec["levels"].items()}
+    dram = levels["DRAM"]
+    half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
+    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    for name, lv in levels.items():
+        if name != "DRAM":
+            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
+            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
+            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
+                lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
+    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
+    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
+         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
+         "copy_threads": spec["copy_threads"], "levels": levels,
+         "matmul": {"n": n, "intensity": flops / n_bytes}}
+    if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
+        b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
+        return c | given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
+            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+    return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+                "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
+                "pi_repeats": pi["repeats"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1709,13 +1708,13 @@ def worker_job(task):
     with threadpool_limits(task["threads_imposed"], user_api="blas"):
         gc.disable()
         try:
-            sampled = watched_samples(task, mha)
-            calls = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
+            record = watched_samples(task, mha)
+            apart = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
             rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
         finally:
             gc.enable()
         ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**sampled, "label": task["label"], "calls": calls, "ceiling_rates": rates,
+    return {**record, "label": task["label"], "apart": apart, "ceiling_rates": rates,
             "heap": heap, "blas_threads": ran, "ended": time.time(), "cpu_s": time.process_time()}
 
 
@@ -1798,17 +1797,15 @@ def make_plan(args, hardware, threads, given):
 
 
 def spawn_all(plan, in_process):
-    """Each task in a fresh worker, in turn, the default-heap one first: (default-heap, warm,
-    the machine's load before and after them, this run's own CPU seconds in between)."""
+    """Each task in a fresh worker, in turn, the default-heap one first: their results, in order."""
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
-    with machine_watched(done, in_process) as watched_run:
-        for n, task in enumerate(plan["tasks"]):
-            say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
-                f"{task['T_sweep']}")
-            done.append(spawn_one(task, in_process, worker_timeout(task)))
-            say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
-    return done[0], done[1:], watched_run["load"], watched_run["own_cpu_s"]
+    for n, task in enumerate(plan["tasks"]):
+        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
+            f"{task['T_sweep']}")
+        done.append(spawn_one(task, in_process, worker_timeout(task)))
+        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
+    return done
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1949,7 +1946,8 @@ def run_lab(args, argv):
     given = phase1_ceilings(args)
     plan = make_plan(args, hardware, threads, given)
     refuse_early(args, plan)
-    dflt, warm_workers, load, own_cpu_s = spawn_all(plan, args.in_process)  # Block B's, and more
+    with machine_watched(args.in_process) as watch:  # the verdict's window: every worker's life
+        dflt, *warm_workers = watch["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
@@ -1959,8 +1957,8 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out,
-                     rows, windows)
+    cond = judge_run(watch["load"], watch["own_cpu_s"], hardware, threads, warm_workers, counted,
+                     left_out, rows, windows)
     results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)
@@ -2005,7 +2003,7 @@ def compare_rows(a, b, Ts):
     rows = []
     for T, op in itertools.product(Ts, OPS):
         oa, ob = (entry_at(res["sweep"], T)["ops"][op] for res in (a, b))
-        band = max(NOISE_FLOOR, *(noise(sorted(o["worker_times"])) for o in (oa, ob)))
+        band = max(NOISE_FLOOR, *(noise(sorted(o["process_estimates"])) for o in (oa, ob)))
         ratio = ob["time_s"] / oa["time_s"]
         rows.append({"T": T, "op": op, "a_s": oa["time_s"], "b_s": ob["time_s"],
                      "ratio": ratio, "share_pp": 100 * (ob["time_share"] - oa["time_share"]),
@@ -2083,8 +2081,9 @@ def compare(arg_a, arg_b, out):
     write_atomically(out or pb.parent, {"compare.json": to_json(c)})
     print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
           "differs: the differences below may be the code's, or noise" if c["same_state"] else
-          "machine facts or run conditions differed, so the differences below are not only "
-          "the code's: " + "; ".join(c["state_signals"])))
+          "machine facts or run conditions differed, so the differences below may not be the "
+          "code's alone (a fact the changed code times moves with it): " +
+          "; ".join(c["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
     for r in c["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
