@@ -131,7 +131,7 @@ def test_place_on_roofline_arithmetic():
 
 
 def caches(**sizes):
-    return {"caches": {name: {"size": size, "shared_cpu_list": "0"} for name, size in sizes.items()}}
+    return {"caches": {name: {"size": size} for name, size in sizes.items()}}
 
 
 def test_copy_working_sets_fit_their_level_and_the_memory():
@@ -156,7 +156,8 @@ def test_copy_working_sets_fit_their_level_and_the_memory():
     assert list(perf.copy_levels({"caches": {}})) == ["DRAM"]
     quick = perf.copy_levels(caches(L3="6144K"), dram_bytes=32 << 20)["DRAM"]
     assert (quick["bytes"], quick["half_bytes"], quick["past_llc"]) == (32 << 20, 16 << 20, True)
-    # copy_levels takes the largest data cache as the one every core shares, and copies it on all.
+    # copy_levels takes the largest data cache as shared by every core (assumed), and copies it on
+    # all of them.
     assert [lv["shared"] for lv in lap.values()] == [False, False, True, True]
 
 

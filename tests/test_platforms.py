@@ -99,7 +99,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
     assert any("4 BLAS threads were asked for" in ln and "hyper-thread" in ln for ln in warnings)
     assert any("'powersave'" in ln and "cpupower frequency-set" in ln for ln in warnings)
-    assert res["heap"]["mode"] == "warm" and fake_mallopt
+    assert res["heap"]["mode"] == "warm" and fake_mallopt != []  # the calls made to mallopt
     # The clock is read during the run.
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.0)
 

@@ -27,7 +27,7 @@ def awkward():
     res = synthetic.run(times_ms={64: {**synthetic.TIMES_MS[64], "av": 0.010},
                                   512: {**synthetic.TIMES_MS[512], "av": 0.90}},
                         verdict="disturbed", reasons=[
-                            "other processes used 1.02 CPUs on average while the sweep ran, and "
+                            "other processes used 1.02 CPUs on average while the workers ran, and "
                             "the run left 0 cores free (limit 0.25)",
                             "the later canary readings ran slower (speed -26%): on a laptop, "
                             "turbo can end as its power budget runs out"])

@@ -241,7 +241,8 @@ def test_plateau_rule_at_its_boundary():
     assert at["plateau"] is True and at["GBps_half"] == 110
     past = ceilings(dram=[(50, 100)] * 5, check=[110.5] * 5)
     assert past["levels"]["DRAM"]["plateau"] is False
-    # No plateau: beta stays the larger copy's, and its interval its own, not both sizes'.
+    # No plateau: it is said (the roofline's note), and beta is still the larger copy's alone, its
+    # interval its own: the half-size copy never enters beta.
     assert past["beta_peak_GBps"] == 100 and past["beta_peak_interval"] == [100, 100]
 
 

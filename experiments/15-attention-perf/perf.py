@@ -54,7 +54,7 @@ import psutil
 from threadpoolctl import threadpool_info, threadpool_limits
 
 try:
-    import resource  # Unix: page faults and peak memory from getrusage
+    import resource  # Unix: page faults and context switches from getrusage
 except ImportError:  # Windows: psutil counts the faults
     resource = None
 
@@ -194,10 +194,11 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
 # the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
-# OPS, one forward's seconds (its forwards' sum / n), and n. The harness (Part II, a worker's
-# watch) adds canary_pair, the canary's last reading before the batch and its first after it
-# (watched); canary_ratio, which decides if it feeds the figures (mark_samples); on one BLAS
-# thread, `follows`, the index of the sample it follows. A warm worker: one of every T a round.
+# OPS, one forward's seconds (its forwards' sum / n), and n. A worker's watch (Part II) adds
+# canary_pair, the canary's last reading before the batch and its first after it (watched), and on
+# one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
+# decides if it feeds the figures (mark_samples). A warm worker: one of every T a round. A worker
+# samples with gc off, its BLAS threads fixed and, warm, its heap kept (worker_job, keep_heap).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -225,7 +226,7 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
     warm-up): in rounds of every T in a rotating order, meant to spread a slow episode over every T
     (else each T in turn). The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a
     context around each sample, `after_each(i, (x, mha, mask), record)` after sample i of a T.
-    {T: {"samples": [...]}}."""
+    {str(T): {"samples": [...]}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
@@ -522,7 +523,7 @@ FLASH_ARRAYS = ("Q", "K", "V", "O")  # the FUSED ops as one, S and A never writt
 
 def with_ridge(ceilings):
     """The ceilings (beta, pi and their intervals: the harness's) with the ridge pi / beta and its
-    interval from theirs: lowest pi over highest beta, and the reverse."""
+    interval from theirs, a range of no stated coverage: lowest pi over highest beta, and back."""
     (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
     return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
                        "ridge_interval": [p_lo / b_hi, p_hi / b_lo]}
@@ -621,7 +622,7 @@ def draw_points(ax, res):
                                    linewidths=1.6, zorder=4), op))
     rings = tuple(ax.scatter([], [], s=(RING_FIRST * RING_STEP**i)**2, facecolors="none",
                              edgecolors="0.3") for i in range(len(res["sweep"])))
-    if res["ceilings"]["source"] == "measured":  # Phase 1's pi: no matmul of this run's to mark
+    if "matmul" in res["ceilings"]:  # Phase 1's pi: no matmul of this run's to mark
         ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
                    marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
@@ -636,7 +637,7 @@ def plot_roofline(res):
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
     pts += [(c["ridge"], c["pi_peak_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
             (flash["intensity"], flash["roof_GFLOPS"])]  # the ridge's point: pi in range
-    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] * (c["source"] == "measured")  # its +
+    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] if "matmul" in c else []  # pi's +
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
@@ -806,8 +807,7 @@ def scores_step_times(rows, counted):
     processes (seconds) with its interval."""
     out = []
     for row in rows:
-        if got := [w["apart"][str(row["T"])]["scores"] for w in counted if str(row["T"]) in
-                   w["apart"]]:
+        if got := [w["apart"][t]["scores"] for w in counted if (t := str(row["T"])) in w["apart"]]:
             steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
             out.append({"T": row["T"], "process_count": len(got), **steps["matmul"],
                         **steps["scale"]})
@@ -1080,8 +1080,9 @@ def calls_at(T, task, mha):
 # (machine_around, worker_conditions). Block B's banner lists a sample's fields.
 
 def make_canary():
-    """The canary: one thread computing (exp over 64 KiB) and the BLAS threads (a 128² matmul),
-    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
+    """The canary: one thread computing (exp over 64 KiB) and the BLAS (a 128² matmul, on the
+    threads it picks), each timed after one untimed call. `read`: {part: seconds}; `last`,
+    `readings`: what it read."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
@@ -1196,8 +1197,8 @@ def watched_samples(task, mha):
 # out (slow_processes); pool_row pools the rest into Block B's statistic, as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part, on
-                          # all BLAS threads, judges whole processes only)
+BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part
+                          # judges whole processes only)
 BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this x its reference
 PROCESS_SLOW = 1.6        # a warm process is left out when a part's reference is this x others'
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
@@ -1354,8 +1355,8 @@ def make_check(value, limit, reason, remedy, do, basis=None):
 
 
 def others_by_name(start, end):
-    """Other processes' CPU use during the sweep by name, in CPUs, busiest first: what each used
-    between the two snapshots, or all it used if it started in between."""
+    """Other processes' CPU use while the workers ran, by name, in CPUs, busiest first: what each
+    used between the two snapshots, or all it used if it started in between."""
     wall, by_name = end["perf_s"] - start["perf_s"], {}
     for pid, (name, secs, created) in end["procs"].items():
         was = start["procs"].get(pid)
@@ -1577,7 +1578,7 @@ def copy_levels(hardware, dram_bytes=None):
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
     llc = max(caches.values(), default=8 << 20)
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
-                     "shared": size == llc} for name, size in sorted(caches.items())}
+                     "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
     dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
     return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
                               "past_llc": dram > llc, "half_bytes": dram // 2}}
@@ -1652,20 +1653,19 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
-    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
     c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
          "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
          "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-         "copy_threads": spec["copy_threads"], "levels": levels,
-         "matmul": {"n": n, "intensity": flops / n_bytes}}
+         "copy_threads": spec["copy_threads"], "levels": levels}
     if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
         b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
         return c | given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
             [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
     pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
     return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
                 "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-                "pi_repeats": pi["repeats"]}
+                "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1778,7 +1778,7 @@ def make_plan(args, hardware, threads, given):
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)
     each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
-    # the round in which a worker repeats its samples on one BLAS thread (none if one ran)
+    # the round in which a worker repeats its samples on one BLAS thread (none if the BLAS runs one)
     one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
     spec, n_ceiling = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
@@ -1946,7 +1946,7 @@ def run_lab(args, argv):
     given = phase1_ceilings(args)
     plan = make_plan(args, hardware, threads, given)
     refuse_early(args, plan)
-    with machine_watched(args.in_process) as watch:  # the verdict's window: every worker's life
+    with machine_watched(args.in_process) as watch:  # the verdict's span: every worker's life
         dflt, *warm_workers = watch["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
@@ -2014,9 +2014,9 @@ def compare_rows(a, b, Ts):
 
 def compare_facts(a, b, T):
     """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
-    over `apart` times apart) and why. A machine fact is the machine's, not the code's."""
+    over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
     window = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
-    facts = [  # (fact, how it is read, a machine fact?, times apart that differ, why it differs)
+    facts = [  # (fact, how it is read, a machine fact?, a ratio limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
             "cpu_model", "vendor", "family", "model"))), True, None, None),
         ("numpy's SIMD targets", lambda r: " ".join(
@@ -2042,10 +2042,10 @@ def compare_facts(a, b, T):
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
     out = []
-    for fact, get, machine_fact, apart, why in facts:
+    for fact, get, machine_fact, limit, why in facts:
         va, vb = get(a), get(b)
-        differs = va != vb if apart is None else bool(va and vb and max(va / vb, vb / va) > apart)
-        if differs and apart and not why:
+        differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
+        if differs and limit and not why:
             why = f"{vb / va:.2f}x in B" + ": the machine's, unless the code it times changed" * \
                 machine_fact
         out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
