@@ -411,10 +411,10 @@ LAB = [
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
     ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
-    ("(this run's: **{}**) of a 128 MiB", lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)["pi_repeats"]
-     else "?"),
+    ("(this run's: **{}**) of a 128 MiB", lambda r, m: str(C(r)["beta_repeats"])
+     if C(r)["beta_repeats"] == C(r)["pi_repeats"] is not None else "?"),  # "?": Phase 1's, or unequal
     ("of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
-    ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"])),
+    ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"]) if "matmul" in C(r) else "?"),
 ]
 
 TOP = [
@@ -483,7 +483,7 @@ SOLUTION = [
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
     ("(found in **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["plateau"])),
     ("(the committed run's: **{}**, with", lambda r, m: str(C(r)["beta_repeats"])
-     if C(r)["beta_repeats"] == C(r)["pi_repeats"] else "?"),
+     if C(r)["beta_repeats"] == C(r)["pi_repeats"] is not None else "?"),
     ("β and π each the {}th percentile", lambda r, m: EST(r, "ceiling_quantile")),
     ("interval of **{} %** coverage)", lambda r, m: f"{100 * C(r)['beta_peak_interval_coverage']:.1f}"
      if C(r)["beta_peak_interval_coverage"] == C(r)["pi_peak_interval_coverage"] is not None else "?"),
