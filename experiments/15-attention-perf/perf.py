@@ -7,8 +7,8 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
-harness, which calls it and hands it what it measured: the machine, the ops taken apart, a worker's
-watch (the canary), which samples feed, the verdict, the ceilings, the workers, a run (run_lab),
+harness, which calls it and hands it what it measured: the machine, a worker's watch (the canary),
+which samples feed, the verdict, the ops taken apart, the ceilings, the workers, a run (run_lab),
 --compare, the command line. Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
@@ -18,9 +18,10 @@ watch (the canary), which samples feed, the verdict, the ceilings, the workers, 
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
-  at its end), and run_lab (the window machine_watched wraps; judge_processes, judge_run);
-- beta and pi: the ceilings with the workers after them (who, when: make_plan, worker_job; how;
-  combine_ceilings), and Block B (run_for: a repeat; quantile_estimate: its interval).
+  at its end), and run_lab (the span machine_watched wraps; judge_processes, judge_run);
+- beta and pi: the ceilings, between the ops taken apart (copy_buffers) and the workers (who and
+  when: make_plan, worker_job), one stretch (combine_ceilings), and Block B (run_for: a repeat;
+  quantile_estimate: its interval).
 """
 
 import argparse
@@ -674,7 +675,9 @@ def plot_roofline(res):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block E: the numbers the three answers stand on, each set computed by one small function.
+# Block E: the numbers the three answers stand on, each set computed by one small function. Of
+# the counted workers' records (the harness's) it reads by_T[str(T)]: "samples" (Block B's) and
+# "one_thread" ones (each with `follows`); and apart[str(T)]: calls_at's seconds per call.
 
 def threshold_T(d_k, ridge, b):
     """The T above which T d_k / (4 d_k + b T) > ridge (the lab's I_crit; b = 2: its formula; 4:
@@ -1002,78 +1005,6 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call in cache and a copy of the pass's bytes (copy_buffers: the ceilings' copies use it
-# too): controlled comparisons of what each costs, never inputs to the figures they test.
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
-
-
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), never just past a multiple of 4 KiB as back-to-back ones are (set by hand)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
-
-
-def scores_steps(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
-    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
-    scale = math.sqrt(Q.shape[1] // h)
-    P = Qh @ KhT
-    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
-
-
-def softmax_passes(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
-
-
-def calls_at(T, task, mha):
-    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]
-    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
-    del made  # the forward's other arrays, freed before the passes make theirs
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", step): call for step, call in steps.items()}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
 # A worker's watch on its samples (watched_samples hands it to Block B's take_samples): the canary,
 # a small fixed workload, read between every two batches (watched); after each sample, the timers'
 # cost, and in a one-thread round its repeat (after_sample); page faults, cpufreq's MHz, preemptions
@@ -1110,8 +1041,7 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, {"canary_pair": [before, canary["last"]]}
 
 
-TIMER_PAIR_SHARE = 1 / 24  # after each sample, this share of its forwards again, each timed
-                           # beside an untimed one: what the timers cost (timer_cost_ratio)
+TIMER_PAIR_SHARE = 1 / 24  # this share of a sample's forwards again, timed beside untimed ones
 
 
 def timer_cost_ratio(x, mha, mask, pairs, parity):
@@ -1288,9 +1218,8 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's verdict (judge_run, run_lab's last step, says from what): checks, each a value against
-# a limit, ok True, False or None (not made); "quiet" if none failed, else "disturbed" with each
-# failed one's reason and remedy.
+# The run's verdict (judge_run says from what): checks, each a value against a limit, ok True,
+# False or None (not made); "quiet" if none failed, else "disturbed", with reasons and remedies.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1311,13 +1240,12 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 def cpufreq_settings():
     """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    govs = {read_text(folder / "scaling_governor") for folder in folders} - {None}
+    seen = lambda name: "/".join(sorted({read_text(f / name) for f in folders} - {None}))  # noqa
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
-    return {"governor": "/".join(sorted(govs)) if govs else "unavailable",
-            "driver": "/".join(sorted({read_text(folder / "scaling_driver")
-                                 for folder in folders} - {None}))
-            or None, "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
+    return {"governor": seen("scaling_governor") or "unavailable",
+            "driver": seen("scaling_driver") or None,
+            "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
 
@@ -1502,11 +1430,83 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 
 # ----------------------------------------------------------------------------------------------
+# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
+# same call in cache and a copy of the pass's bytes (copy_buffers: the ceilings' copies use it
+# too): controlled comparisons of what each costs, never inputs to the figures they test.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), never just past a multiple of 4 KiB as back-to-back ones are (set by hand)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
+
+
+def scores_steps(Q, K, h):
+    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
+    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
+    scale = math.sqrt(Q.shape[1] // h)
+    P = Qh @ KhT
+    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
+
+
+def softmax_passes(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def calls_at(T, task, mha):
+    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]
+    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
+    del made  # the forward's other arrays, freed before the passes make theirs
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    fns = {("scores", step): call for step, call in steps.items()}
+    for p in PASSES:
+        n_floats = n_bytes[f"softmax/{p}"] // 8
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's kernels.
 # Who: the first CEILING_WORKERS warm workers (ceiling_plan; make_plan, below, hands them its spec);
 # when: last in such a worker (worker_job, below: after its samples and calls_at); how: pi's
 # matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
-# shared levels' on every logical CPU too), between copy_buffers (the ops taken apart's). A repeat:
+# shared levels' on every logical CPU too), between copy_buffers (the section above). A repeat:
 # one run_for batch (Block B). A ceiling (combine_ceilings): the CEILING_QUANTILE of its repeats
 # pooled over the counted workers (else all the warm ones), with quantile_estimate's interval
 # (Block B), or Phase 1's number in its place.
@@ -1571,8 +1571,8 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers): half of each data cache, >= 8 KiB; DRAM:
-    dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that (plateau check)."""
+    """Each level's copy working set (both buffers): half of each data cache (machine_facts, cpu0),
+    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
