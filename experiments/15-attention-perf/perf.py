@@ -12,7 +12,7 @@ which samples feed, the verdict, the ops taken apart, the ceilings, the workers,
 --compare, the command line. Where to look, two places at most:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
-  section after it (watched_samples, watched, after_sample, mark_samples);
+  section after it (watched_samples, watched, after_sample, measuring, mark_samples);
 - time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it
   (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
@@ -199,7 +199,7 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
 # canary_pair, the canary's last reading before the batch and its first after it (watched), and on
 # one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
 # decides if it feeds the figures (mark_samples). A warm worker: one of every T a round. A worker
-# samples with gc off, its BLAS threads fixed and, warm, its heap kept (worker_job, keep_heap).
+# samples with gc off, its BLAS threads fixed and, warm, its heap kept (measuring, Part II).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -1008,7 +1008,8 @@ def threads_warning(results):
 # A worker's watch on its samples (watched_samples hands it to Block B's take_samples): the canary,
 # a small fixed workload, read between every two batches (watched); after each sample, the timers'
 # cost, and in a one-thread round its repeat (after_sample); page faults, cpufreq's MHz, preemptions
-# (machine_around, worker_conditions). Block B's banner lists a sample's fields.
+# (machine_around, watched_samples); the conditions it measures under (measuring: the heap, the
+# BLAS threads, gc). Block B's banner lists a sample's fields.
 
 def make_canary():
     """The canary: one thread computing (exp over 64 KiB) and the BLAS (a 128² matmul, on the
@@ -1094,31 +1095,47 @@ def machine_around(rec, worker):
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    worker["MHz"].extend([sum(now) / len(now)] if (now := cpufreq_MHz(worker["dirs"])) else [])
-
-
-@contextlib.contextmanager
-def worker_conditions():
-    """One worker's sampling, watched: the record it yields gets `started`, cpufreq's MHz after
-    each sample (machine_around fills it), `sampling_s` and `preempted` (None off Linux)."""
-    switches, t0 = preemptions(), time.perf_counter()
-    worker = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
-    yield worker
-    del worker["dirs"]
-    worker.update(sampling_s=time.perf_counter() - t0,
-                  preempted=None if switches is None else preemptions() - switches)
+    worker["MHz"].extend([sum(mhz) / len(mhz)] if (mhz := cpufreq_MHz(worker["dirs"])) else [])
 
 
 def watched_samples(task, mha):
     """A worker's samples (take_samples) with the hooks above (watched, machine_around,
-    after_sample): worker_conditions' record, with by_T (the samples) and canary_readings."""
-    canary = make_canary()
-    with worker_conditions() as worker:
-        worker["by_T"] = take_samples(
-            task, mha, lambda fn, t: watched(fn, t, canary),
-            lambda rec: machine_around(rec, worker),
-            lambda i, args, rec: after_sample(task, i, args, rec, canary))
-    return {**worker, "canary_readings": canary["readings"]}
+    after_sample), and around them: started, cpufreq's MHz after each sample, sampling_s and
+    preempted (None off Linux); the canary's readings."""
+    canary, switches, t0 = make_canary(), preemptions(), time.perf_counter()
+    worker = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    worker["by_T"] = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
+                                  lambda rec: machine_around(rec, worker),
+                                  lambda i, args, rec: after_sample(task, i, args, rec, canary))
+    del worker["dirs"]
+    return {**worker, "sampling_s": time.perf_counter() - t0, "canary_readings": canary["readings"],
+            "preempted": None if switches is None else preemptions() - switches}
+
+
+def keep_heap():
+    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
+    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
+    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
+    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
+        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
+            else "unavailable (not glibc): default allocator kept"}
+
+
+@contextlib.contextmanager
+def measuring(task):
+    """A worker's conditions while it measures: its heap kept (warm), its BLAS threads fixed, gc off
+    (a collection would be timed as an op). Its record: heap, then blas_threads, ended, cpu_s."""
+    record = {"heap": keep_heap() if task["heap_mode"] == "warm" else {
+        "mode": "default", "control": "the allocator's defaults"}}
+    with threadpool_limits(task["threads_imposed"], user_api="blas"):
+        gc.disable()
+        try:
+            yield record
+        finally:
+            gc.enable()
+        record["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
+    record.update(ended=time.time(), cpu_s=time.process_time())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1240,11 +1257,11 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 def cpufreq_settings():
     """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
-    seen = lambda name: "/".join(sorted({read_text(f / name) for f in folders} - {None}))  # noqa
+    joined = lambda name: "/".join(sorted({read_text(f / name) for f in folders} - {None}))  # noqa
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
-    return {"governor": seen("scaling_governor") or "unavailable",
-            "driver": seen("scaling_driver") or None,
+    return {"governor": joined("scaling_governor") or "unavailable",
+            "driver": joined("scaling_driver") or None,
             "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
@@ -1673,16 +1690,6 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
 # its ceilings) and only measures; the parent plans and spawns them one after another and never
 # measures (--in-process: it runs each job itself, for tests).
 
-def keep_heap():
-    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
-    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
-    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
-        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
-    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
-            else "unavailable (not glibc): default allocator kept"}
-
-
 PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
     "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6},
     "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3}}
@@ -1700,22 +1707,15 @@ def worker_timeout(task):
 
 
 def worker_job(task):
-    """A worker's whole job, in a fresh process or (--in-process) here; gc off while it measures
-    (a collection would be timed as an op, in the samples and the passes alike)."""
-    heap = keep_heap() if task["heap_mode"] == "warm" else {
-        "mode": "default", "control": "the allocator's defaults"}
+    """A worker's whole job, in a fresh process or (--in-process) here: under measuring's
+    conditions, its watched samples, calls_at at its Ts, its ceilings if it has them."""
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
-    with threadpool_limits(task["threads_imposed"], user_api="blas"):
-        gc.disable()
-        try:
-            record = watched_samples(task, mha)
-            apart = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
-            rates = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"], task["min_time"])
-        finally:
-            gc.enable()
-        ran = (blas_info() or [{}])[0].get("num_threads")
-    return {**record, "label": task["label"], "apart": apart, "ceiling_rates": rates,
-            "heap": heap, "blas_threads": ran, "ended": time.time(), "cpu_s": time.process_time()}
+    with measuring(task) as record:
+        record |= watched_samples(task, mha)
+        record["apart"] = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
+        record["ceiling_rates"] = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"],
+                                                                          task["min_time"])
+    return {**record, "label": task["label"]}
 
 
 def worker_entry():
@@ -1946,8 +1946,8 @@ def run_lab(args, argv):
     given = phase1_ceilings(args)
     plan = make_plan(args, hardware, threads, given)
     refuse_early(args, plan)
-    with machine_watched(args.in_process) as watch:  # the verdict's span: every worker's life
-        dflt, *warm_workers = watch["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
+    with machine_watched(args.in_process) as span:  # the verdict's span: every worker's life
+        dflt, *warm_workers = span["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
@@ -1957,7 +1957,7 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(watch["load"], watch["own_cpu_s"], hardware, threads, warm_workers, counted,
+    cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, warm_workers, counted,
                      left_out, rows, windows)
     results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
