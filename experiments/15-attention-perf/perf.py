@@ -128,8 +128,8 @@ def qkv_proj(x, mha):
 
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
-    # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, and the scaling is one more
-    # pass over it. math.sqrt gives a Python float, which numpy treats as weak: S stays float32
+    # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
+    # another (tracemalloc sees both). math.sqrt gives a Python float, weak to numpy: S stays fp32
     # (np.sqrt(d_k) would be a float64 scalar and, under NumPy 2, promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
@@ -203,8 +203,8 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
-    """Calls fn back to back until min_time has passed: (calls, seconds). Like timeit's autorange
-    applied to every batch: none lasts less than min_time, whatever the machine does."""
+    """Calls fn back to back until min_time has passed: (calls, seconds). As in timeit's autorange
+    no batch lasts less than min_time; unlike it, each batch finds its own count."""
     min_ns, n, t0 = min_time * 1e9, 0, now()
     while True:
         fn()
@@ -754,9 +754,9 @@ def softmax_against_roofs(row, ceilings):
 
 
 def threading_windows(Ts, counted, keep=lambda sample: True):
-    """Per T, each one-thread sample against the all-thread sample it follows, just before it
-    (only the timer pairs between; pairs whose samples `keep` both): per op, the median of all
-    threads' over one's."""
+    """Per T, each one-thread sample against the all-thread sample just before it (between: a
+    canary reading, the timer pairs, a cpufreq read), pairs whose samples `keep` both: per op, the
+    median of all threads' over one's."""
     out = []
     for T in Ts:
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
@@ -787,7 +787,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
-        for e in passes:  # the larger of its two floors, their intervals apart, else unresolved
+        for e in passes:  # the slower comparison (in cache, copy), intervals apart, else unresolved
             (cache_lo, cache_hi), (copy_lo, copy_hi) = (e[f"{k}_ns_per_element_interval"]
                                                         for k in ("in_cache", "copy"))
             e["larger_floor"] = "copy" if copy_lo > cache_hi else "in cache" \
@@ -937,7 +937,7 @@ def machine_facts(freq):
     sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
                     for d in cpu_dirs} - {None}
     logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
-    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: not known
+    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: logical's, below
     caches = {}
     for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
         kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
@@ -947,7 +947,7 @@ def machine_facts(freq):
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
          "container, or not Linux): the governor cannot be read or set here"),
         ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
-         "parts stand for the clock"),
+         "parts stand in for the clock (assumed: a slower clock slows both)"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
@@ -1113,8 +1113,8 @@ def watched_samples(task, mha):
 
 
 def keep_heap():
-    """Keep the forward's large temporaries mapped: the lab's warm run, by the allocator, not the
-    code. No mallopt: the workers run on the default heap, and heap.mode says so."""
+    """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
+    No mallopt: the workers run on the default heap, and heap.mode says so."""
     mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
     if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
         return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
@@ -1171,7 +1171,7 @@ def set_aside(sample):
 
 
 def slow_processes(warm_workers):
-    """Processes slow nearly all their life, unseen by their own low-quantile reference: a canary
+    """Processes the canary read slow nearly all their life, unseen by their own reference: a canary
     part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
     out = {}
     for i, w in enumerate(warm_workers):
@@ -2013,8 +2013,8 @@ def compare_rows(a, b, Ts):
 
 
 def compare_facts(a, b, T):
-    """The two runs' stories side by side: each fact's A and B, whether they differ (numbers:
-    over `limit` times apart) and why. A machine fact is the machine's, not the code's."""
+    """The runs' stories side by side: each fact's A and B, whether they differ (numbers: over
+    `limit` times apart), why. A machine fact: the machine's, as taken (av's also move with av)."""
     window = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, a ratio limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
