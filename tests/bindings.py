@@ -54,7 +54,7 @@ OBS = lambda r, i: r["analysis"]["expected_observations"][i]  # noqa: E731
 LV = lambda r, name: r["ceilings"]["levels"][name]  # noqa: E731
 SP = lambda r, T: next(x for x in r["analysis"]["softmax_passes"] if x["T"] == T)  # noqa: E731
 PS = lambda r, T, p: next(x for x in SP(r, T)["passes"] if x["pass"] == p)  # noqa: E731
-EXP = lambda r: SP(r, 512)["exp_precision"]  # noqa: E731
+EXP_PRECISION = lambda r: SP(r, 512)["exp_precision"]  # noqa: E731
 WINDOW = lambda r, T: next(w for w in r["analysis"]["threading_windows"] if w["T"] == T)  # noqa: E731
 
 
@@ -354,7 +354,7 @@ LAB = [
         100 * PASS_RATIO(e) for x in RUNS(r, m) for e in x["softmax_passes"]], 0)),
     ("exp at T = 256 and 512, in **{}** of", lambda r, m: n_runs(r, m, DEAREST_AS_SAID)),
     ("its AVX-512 (`{}`) exp kernel", lambda r, m: r["hardware"]["numpy_softmax_kernels"]["exp"]),
-    ("float64's took **{}** times as long", lambda r, m: num(EXP(r)["float64_over_float32"], 1)),
+    ("float64's took **{}** times as long", lambda r, m: num(EXP_PRECISION(r)["float64_over_float32"], 1)),
     ("The lab counts **{} MB** at", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("add up to **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
     # question 3
