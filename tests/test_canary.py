@@ -113,8 +113,8 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
 
 
 def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
-    # A batch is judged on BATCH_PART alone (the BLAS part's reading after a calm batch rose
-    # with the T just run): twice its reference on both sides, the compute part fast, it stays.
+    # A batch is judged on BATCH_PART alone (set by hand: the BLAS part's reading may move with
+    # the T just run): twice its reference on both sides, the compute part fast, it stays.
     reference = {"compute": 40e-6, "blas": 60e-6}
     after_blas = {"compute": 41e-6, "blas": 120e-6}
     batch = {"canary_pair": [after_blas, after_blas]}

@@ -129,7 +129,7 @@ def qkv_proj(x, mha):
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (tracemalloc sees both). math.sqrt gives a Python float, weak to numpy: S stays fp32
+    # another (tracemalloc sees both here). math.sqrt gives a Python float, weak to numpy: fp32 S
     # (np.sqrt(d_k) would be a float64 scalar and, under NumPy 2, promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
@@ -755,8 +755,8 @@ def softmax_against_roofs(row, ceilings):
 
 def threading_windows(Ts, counted, keep=lambda sample: True):
     """Per T, each one-thread sample against the all-thread sample just before it (between: a
-    canary reading, the timer pairs, a cpufreq read), pairs whose samples `keep` both: per op, the
-    median of all threads' over one's."""
+    canary reading, page faults and MHz read, the timer pairs), pairs whose samples `keep` both:
+    per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
@@ -1042,7 +1042,7 @@ def watched(fn, min_time, canary, blas_threads=None):
     return n, seconds, {"canary_pair": [before, canary["last"]]}
 
 
-TIMER_PAIR_SHARE = 1 / 24  # this share of a sample's forwards again, timed beside untimed ones
+TIMER_PAIR_SHARE = 1 / 24  # pairs for this share of a sample's forwards: a timed, an untimed
 
 
 def timer_cost_ratio(x, mha, mask, pairs, parity):
@@ -1457,7 +1457,7 @@ CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (as
 
 def copy_buffers(nbytes):
     """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), never just past a multiple of 4 KiB as back-to-back ones are (set by hand)."""
+    (modulo pages), not 4 KiB apart as back-to-back ones are (against 4K aliasing, assumed)."""
     n = nbytes // 8
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
@@ -1619,8 +1619,8 @@ def ceiling_plan(quick, hardware, n_warm, time_pi):
 
 
 def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples: each level's copy on one thread
-    and, `shared` (the LLC's size), on all CPUs; pi's matmul. The canary does not judge them."""
+    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
+    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1637,8 +1637,8 @@ def time_ceilings(spec, min_time):
 
 
 def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled: as `key`, their
-    CEILING_QUANTILE (the fast side: noise is assumed only to slow a repeat), and its interval."""
+    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
+    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
