@@ -194,6 +194,9 @@ T2 = lambda x, T: 1 - sum(x["time_share"][str(T)][k] for k in PROJ)  # noqa: E73
 GAP = lambda x: x["time_s"]["512"]["scores"] / x["time_s"]["512"]["av"]  # noqa: E731
 THREAD_GAP = lambda x, k: x["threads_at_T_512"][k]["scores"] / x["threads_at_T_512"][k]["av"]  # noqa
 DEFAULT_HEAP = lambda x: x["default_heap"]["512"]["forward_s"] / FWD(x)  # noqa: E731
+# β's and π's repeats, said as one number; "?" where they differ or Phase 1's numbers stand in
+CEILING_REPEATS = lambda r, m: str(C(r)["beta_repeats"]) if C(r)["beta_repeats"] == C(r)[  # noqa: E731
+    "pi_repeats"] is not None else "?"
 
 
 def CLASSES_AT(T):
@@ -411,8 +414,7 @@ LAB = [
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
     ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
-    ("(this run's: **{}**) of a 128 MiB", lambda r, m: str(C(r)["beta_repeats"])
-     if C(r)["beta_repeats"] == C(r)["pi_repeats"] is not None else "?"),  # "?": Phase 1's, or unequal
+    ("(this run's: **{}**) of a 128 MiB", CEILING_REPEATS),
     ("of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
     ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"]) if "matmul" in C(r) else "?"),
 ]
@@ -482,8 +484,7 @@ SOLUTION = [
     ("(the reference's forwards page-faulted from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
     ("(found in **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["plateau"])),
-    ("(the committed run's: **{}**, with", lambda r, m: str(C(r)["beta_repeats"])
-     if C(r)["beta_repeats"] == C(r)["pi_repeats"] is not None else "?"),
+    ("(the committed run's: **{}**, with", CEILING_REPEATS),
     ("β and π each the {}th percentile", lambda r, m: EST(r, "ceiling_quantile")),
     ("interval of **{} %** coverage)", lambda r, m: f"{100 * C(r)['beta_peak_interval_coverage']:.1f}"
      if C(r)["beta_peak_interval_coverage"] == C(r)["pi_peak_interval_coverage"] is not None else "?"),
