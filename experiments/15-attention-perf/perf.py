@@ -1653,9 +1653,10 @@ def copy_estimate(runs):
 
 
 def combine_ceilings(counted, warm_workers, spec, given=None):
-    """The ceilings a run uses, from the counted processes' repeats (else all the warm ones'): each
-    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger;
-    beta and pi (*_peak_*, Phase 1's names: the repeats' fast side), or Phase 1's when given."""
+    """The ceilings a run uses, from the counted workers' repeats (judge_processes kept them; none
+    timed any: all the warm ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU),
+    small copies slower than larger; beta and pi (*_peak_*, Phase 1's names: the fast side of the
+    repeats), or Phase 1's when given."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1801,8 +1802,7 @@ def spawn_all(plan, in_process):
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
     for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T in "
-            f"{task['T_sweep']}")
+        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T")
         done.append(spawn_one(task, in_process, worker_timeout(task)))
         say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
     return done
@@ -1952,7 +1952,8 @@ def run_lab(args, argv):
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
     windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
-    ceilings = with_ridge(combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given))
+    ceilings = with_ridge(  # Block D's ridge, pi / beta, of the harness's beta and pi
+        combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given))
     for r in rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
