@@ -76,10 +76,16 @@ def test_causal_future_tokens_do_not_change_the_past():
     assert not np.allclose(a[50:], b[50:])
 
 
-def test_every_op_is_a_projection_or_a_T2_op():
-    # expected_observations splits the forward into PROJECTIONS and FUSED (the T² ops): a sixth op
-    # must join one of them.
-    assert sorted(perf.PROJECTIONS + perf.FUSED) == sorted(perf.OPS)
+def test_every_op_is_a_projection_or_a_T2_op(monkeypatch):
+    # expected_observations splits each T's time into PROJECTIONS and FUSED (the T² ops): the two
+    # shares make the whole only if every op of OPS is one or the other.
+    def split(ops):
+        row = {"T": 64, "ops": {op: {"time_share": 1 / len(ops)} for op in ops}}
+        first = perf.expected_observations([row])[0]
+        return first["projections_share"] + first["T2_ops_share"]
+    assert split(perf.OPS) == pytest.approx(1)
+    monkeypatch.setattr(perf, "OPS", perf.OPS + ("bias",))  # a sixth op in neither: caught
+    assert split(perf.OPS) == pytest.approx(5 / 6)
 
 
 def test_weights_deterministic_from_seed():

@@ -167,8 +167,9 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None, return_arrays=False):
     """attention_forward with time.perf_counter_ns() around the ops: seconds per op of one
-    forward, in the lab's dict (OPS and total). numpy is eager: each result exists when its call
-    returns. Six stamps, before, between and after the five ops; the dict made after the last.
+    forward, in the lab's dict (OPS, and total: the ops' sum by construction, so nothing else reads
+    it). numpy is eager: each result exists when its call returns. Six stamps, before, between and
+    after the five ops; the dict made after the last.
     return_arrays: also the forward's arrays by name (the ops taken apart, Part II, use them)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
@@ -1403,12 +1404,12 @@ def canary_checks(rows, warm_workers, left_out):
 
 def verdict_from(checks):
     """Disturbed if any check failed, with reasons and remedies; a check not made is unknown."""
-    failed = [{"check": n, "reason": c["reason"], "remedy": c["remedy"], "do": c["do"]}
-              for n, c in checks.items() if c["ok"] is False]
+    failed = [{"check": n, "reason": ch["reason"], "remedy": ch["remedy"], "do": ch["do"]}
+              for n, ch in checks.items() if ch["ok"] is False]
     return {"verdict": "disturbed" if failed else "quiet", "failed": failed,
-            "checks": {n: {k: c[k] for k in ("value", "limit", "ok")} | (
-                {"basis": c["basis"]} if c["basis"] else {}) for n, c in checks.items()},
-            "unknown": [n for n, c in checks.items() if c["ok"] is None]}
+            "checks": {n: {k: ch[k] for k in ("value", "limit", "ok")} | (
+                {"basis": ch["basis"]} if ch["basis"] else {}) for n, ch in checks.items()},
+            "unknown": [n for n, ch in checks.items() if ch["ok"] is None]}
 
 
 def cooperation_finding(windows, threads_ran):
@@ -1421,8 +1422,8 @@ def cooperation_finding(windows, threads_ran):
     if out["holds"] is not False:
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
-            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the threads barely helped av "
-            "here", "advice": (
+            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the threads " + (
+                "slowed av here" if ratio > 1 else "barely helped av here"), "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
                 "scores and av move with it, so compare such a run only with other one-thread runs"
@@ -1491,7 +1492,7 @@ def calls_at(T, task, mha):
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
     call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]
+    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]  # its times: unused
     steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
     del made  # the forward's other arrays, freed before the passes make theirs
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
@@ -1843,8 +1844,7 @@ def refuse_early(args, plan):
             if not folder.exists():
                 folder.mkdir()
                 made.append(folder)
-        with tempfile.TemporaryFile(dir=args.out):
-            pass
+        tempfile.TemporaryFile(dir=args.out).close()
     except OSError as e:
         raise UsageError(f"--out {args.out}: {e.strerror or e}") from None
     finally:
@@ -2076,20 +2076,20 @@ def compare(arg_a, arg_b, out):
         raise UsageError(f"the runs share no T ({sorted(Ta)} vs {sorted(Tb)})")
     facts = compare_facts(a, b, Ts[-1])
     signals = state_signals(a, b, facts)
-    c = {"a": str(pa), "b": str(pb), "T": Ts, "same_state": not signals,
-         "state_signals": signals, "rows": compare_rows(a, b, Ts),
-         "T_not_shared": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
-    write_atomically(out or pb.parent, {"compare.json": to_json(c)})
-    print(f"A = {c['a']}\nB = {c['b']}\n\n" + ("no machine fact compared (the story's) "
-          "differs: the differences below may be the code's, or noise" if c["same_state"] else
+    cmp = {"a": str(pa), "b": str(pb), "T": Ts, "same_state": not signals,
+           "state_signals": signals, "rows": compare_rows(a, b, Ts),
+           "T_not_shared": {"a_only": sorted(Ta - Tb), "b_only": sorted(Tb - Ta)}, "story": facts}
+    write_atomically(out or pb.parent, {"compare.json": to_json(cmp)})
+    print(f"A = {cmp['a']}\nB = {cmp['b']}\n\n" + ("no machine fact compared (the story's) "
+          "differs: the differences below may be the code's, or noise" if cmp["same_state"] else
           "machine facts or run conditions differed, so the differences below may not be the "
           "code's alone (a fact the changed code times moves with it): " +
-          "; ".join(c["state_signals"])))
+          "; ".join(cmp["state_signals"])))
     print(f"\n{'T':>5} {'op':<9} {'A ms':>9} {'B ms':>9} {'B/A':>6} {'share pp':>9}  change")
-    for r in c["rows"]:
+    for r in cmp["rows"]:
         print(f"{r['T']:>5} {r['op']:<9} {r['a_s'] * 1e3:9.3f} {r['b_s'] * 1e3:9.3f} "
               f"{r['ratio']:6.2f} {r['share_pp']:+9.1f}  {r['change']}")
-    if (unshared := c["T_not_shared"])["a_only"] or unshared["b_only"]:
+    if (unshared := cmp["T_not_shared"])["a_only"] or unshared["b_only"]:
         print(f"\nnot compared: T={unshared['a_only']} only in A, T={unshared['b_only']} only in B")
     print("\n  fact: A | B   (* the two runs tell a different story here)")
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
