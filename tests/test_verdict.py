@@ -99,7 +99,7 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
     f = perf.cooperation_finding([window(256, 1.40), window(512, 1.32)], threads_ran=2)
     assert f["holds"] is False and f["value"] == 1.32
     assert f["finding"].startswith("2 BLAS threads took 1.32x one thread's time on av at "
-                                   "T = 512 (limit 0.9): the threads barely helped av here")
+                                   "T = 512 (limit 0.9): the threads slowed av here")
     assert f["advice"] == (
         "one thread was faster in the same windows (threading_windows): run with "
         "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of scores and "
@@ -113,6 +113,7 @@ def test_threads_that_help_too_little_do_not_advise_one_thread():
     # the same windows: the run does not back OMP_NUM_THREADS=1, and does not advise it.
     f = perf.cooperation_finding([window(512, 0.95)], threads_ran=2)
     assert f["holds"] is False and "run with OMP" not in f["advice"]
+    assert f["finding"].endswith("the threads barely helped av here")
     assert f["advice"].startswith("one thread was not faster in the same windows, so this run "
                                   "does not back OMP_NUM_THREADS=1")
 
