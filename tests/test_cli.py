@@ -152,7 +152,7 @@ sys.path.insert(0, sys.argv[1])
 import perf
 T = int(sys.argv[2])
 task = {"label": "warm 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
-        "min_time": 0.001, "threads_imposed": None, "heap_mode": "default", "samples_each_T": 1,
+        "min_time": 0.001, "threads_imposed": None, "heap_mode": "default", "rounds": 1,
         "interleave": True, "timer_pairs": True, "one_thread_rounds": [], "call_Ts": [T],
         "cache_budget_bytes": 128 << 10, "ceiling_spec": None}
 tracemalloc.start()
@@ -190,7 +190,7 @@ def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
 
 def tiny_task(**kw):
     return {"label": "t", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [64], "min_time": 0.002,
-            "threads_imposed": None, "heap_mode": "default", "samples_each_T": 1, "interleave": True,
+            "threads_imposed": None, "heap_mode": "default", "rounds": 1, "interleave": True,
             "timer_pairs": False, "one_thread_rounds": [], "call_Ts": [], "cache_budget_bytes": 1 << 17,
             "ceiling_spec": None, **kw}
 
@@ -198,7 +198,7 @@ def tiny_task(**kw):
 def test_a_worker_s_canary_readings_are_those_around_its_samples_only():
     """The reference is taken over the readings around the samples: one before the first batch,
     one after each (one-thread samples included), none for the calls timed after them."""
-    task = tiny_task(T_sweep=[64, 128], samples_each_T=3, one_thread_rounds=[1], call_Ts=[64])
+    task = tiny_task(T_sweep=[64, 128], rounds=3, one_thread_rounds=[1], call_Ts=[64])
     w = perf.worker_job(task)
     batches = sum(len(r["samples"]) + len(r["one_thread"]) for r in w["by_T"].values())
     assert "64" in w["apart"] and len(w["canary_readings"]) == batches + 1 == 9
@@ -212,15 +212,15 @@ def test_the_thread_limit_reaches_the_worker():
 
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
     with pytest.raises(perf.RunError, match="gave no result within 1 s"):
-        perf.spawn_one(tiny_task(samples_each_T=10**6), False, timeout=1)
+        perf.spawn_one(tiny_task(rounds=10**6), False, timeout=1)
 
 
 def test_a_worker_s_timeout_grows_with_what_its_task_asks(tmp_path, monkeypatch, fake_mallopt):
-    full = tiny_task(samples_each_T=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
+    full = tiny_task(rounds=10, T_sweep=[64, 128, 256, 512], min_time=0.05)
     assert perf.worker_timeout(full) == perf.WORKER_TIMEOUT_S  # a full run's: far under the floor
-    for task in (tiny_task(**{**full, "samples_each_T": 1000, "min_time": 0.5}),  # 2000 s
+    for task in (tiny_task(**{**full, "rounds": 1000, "min_time": 0.5}),  # 2000 s
                  tiny_task(**{**full, "T_sweep": [16384]})):  # a forward: ~74.5 GFLOPs
-        asked = task["samples_each_T"] * sum(max(task["min_time"], 74.5e9 * (T / 16384)**2
+        asked = task["rounds"] * sum(max(task["min_time"], 74.5e9 * (T / 16384)**2
                                                  / (perf.HANG_GFLOPS * 1e9)) for T in task["T_sweep"])
         assert perf.worker_timeout(task) == pytest.approx(perf.HANG_RATIO * asked, rel=0.01)
     given = []
@@ -281,7 +281,7 @@ def test_ctrl_c_to_the_process_group_exit_130_files_untouched(tmp_path):
 def test_ctrl_c_in_a_worker_alone_exits_130_quietly():
     proc = subprocess.Popen([sys.executable, str(PERF), "--worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdin.write(json.dumps(tiny_task(samples_each_T=10**6)))
+    proc.stdin.write(json.dumps(tiny_task(rounds=10**6)))
     proc.stdin.close()
     deadline = time.monotonic() + 30  # past its imports (a fresh venv compiles their bytecode)
     while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 1.5 and time.monotonic() < deadline:

@@ -92,7 +92,7 @@ def test_part_one_alone_takes_its_samples_with_no_harness(monkeypatch):
                         lambda *args: dict.fromkeys(perf.OPS + ("total",), 2.0))
     untimed = []
     monkeypatch.setattr(perf, "attention_forward", lambda x, *args: untimed.append(len(x)))
-    task = {"T_sweep": [64, 128], "min_time": 1e-4, "seed": 0, "samples_each_T": 3,
+    task = {"T_sweep": [64, 128], "min_time": 1e-4, "seed": 0, "rounds": 3,
             "interleave": True}
     out = perf.take_samples(task, perf.init_mha())
     assert untimed == [64, 128] and list(out) == ["64", "128"]

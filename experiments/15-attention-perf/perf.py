@@ -224,15 +224,15 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
-    """One process's samples_each_T samples of every T, each T after one untimed forward (the
-    warm-up): in rounds of every T in a rotating order, meant to spread a slow episode over every T
+    """One process's samples: `rounds` of every T, each T after one untimed forward (the warm-up);
+    a round takes every T in a rotating order, meant to spread a slow episode over every T
     (else each T in turn). The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a
     context around each sample, `after_each(i, (x, mha, mask), record)` after sample i of a T.
     {str(T): {"samples": [...]}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
-    rounds = range(task["samples_each_T"])
+    rounds = range(task["rounds"])
     schedule = [(i, T) for i in rounds for T in Ts[i % len(Ts):] + Ts[:i % len(Ts)]] \
         if task["interleave"] else [(i, T) for T in Ts for i in rounds]
     for i, T in schedule:  # i: the sample's round, its index among its T's
@@ -1705,7 +1705,7 @@ def worker_timeout(task):
     its task asks for, at least WORKER_TIMEOUT_S."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (HANG_GFLOPS * 1e9)) for T in task["T_sweep"]]
-    return max(WORKER_TIMEOUT_S, HANG_RATIO * task["samples_each_T"] * sum(sample_s))
+    return max(WORKER_TIMEOUT_S, HANG_RATIO * task["rounds"] * sum(sample_s))
 
 
 def worker_job(task):
@@ -1779,19 +1779,19 @@ def make_plan(args, hardware, threads, given):
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)
-    each_T = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
+    rounds = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
     # the round in which a worker repeats its samples on one BLAS thread (none if the BLAS runs one)
-    one_thread_rounds = [min(2, each_T - 1)] if (threads["blas_threads"] or 1) > 1 else []
+    one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
     spec, n_ceiling = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-                 "timer_pairs": False, "samples_each_T": min(prof["default_heap_samples"], per_T),
+                 "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
                  "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "samples_each_T": each_T, "ceiling_spec": spec if i < n_ceiling else None,
+                   "rounds": rounds, "ceiling_spec": spec if i < n_ceiling else None,
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
@@ -1803,7 +1803,7 @@ def spawn_all(plan, in_process):
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
     for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['samples_each_T']} samples of each T")
+        say(f"worker {task['label']} started: {task['rounds']} samples of each T")
         done.append(spawn_one(task, in_process, worker_timeout(task)))
         say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
     return done
@@ -1857,9 +1857,9 @@ def run_config(args, plan, threads):
     dflt_task, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": n_warm * warm_task["samples_each_T"], "workers": n_warm,
+            "samples_per_T": n_warm * warm_task["rounds"], "workers": n_warm,
             "quick": args.quick, "blas_threads": threads["blas_threads"],
-            "in_process": args.in_process, "default_heap_samples": dflt_task["samples_each_T"],
+            "in_process": args.in_process, "default_heap_samples": dflt_task["rounds"],
             "one_thread_rounds": warm_task["one_thread_rounds"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
