@@ -1774,8 +1774,9 @@ def spawn_one(task, in_process, timeout):
 
 
 def make_plan(args, hardware, threads, given):
-    """Everything the workers will do, fixed before the first starts (default-heap worker first);
-    `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
+    """Everything the workers will do, fixed before the first starts: the default-heap worker, then
+    the warm ones (they ask keep_heap for a warm heap; heap.mode says if they got it); `given`:
+    Phase 1's ceilings, if any (pi then goes untimed)."""
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)

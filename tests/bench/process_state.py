@@ -37,8 +37,6 @@ from literal import fail, measurement  # one-line errors; a measurement of the l
 EXP = Path(__file__).resolve().parents[2] / "experiments" / "15-attention-perf"
 TS = (256, 512)
 SHOWN = [(T, op) for T in (512, 256) for op in ("scores", "softmax", "av")]
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def parse_args(argv):
@@ -107,8 +105,10 @@ def child(min_time):
 
 def spawn(args):
     env = dict(os.environ)
-    if args.threads:  # fixed before numpy loads, as perf.py does for its workers
-        env.update(dict.fromkeys(THREAD_VARS, str(args.threads)))
+    if args.threads:  # fixed before numpy loads, as perf.py does for its workers, with its names
+        sys.path.insert(0, str(EXP))
+        import perf
+        env.update(dict.fromkeys(perf.THREAD_VARS, str(args.threads)))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--min-time",
            str(args.min_time)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
