@@ -763,10 +763,9 @@ def threading_windows(Ts, counted, keep=lambda sample: True):
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
                    for on_one in rec.get("one_thread", [])
                    if keep(on_all := rec["samples"][on_one["follows"]]) and keep(on_one)]
-        # a T whose pairs the canary all set aside has no window
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in OPS}
-        if matched:
+        if matched:  # none kept (the canary set them aside; one BLAS thread: none made): no window
             out.append({"T": T, "pairs": len(matched), **{key: median(f) for key, f in (
                 ("threads_over_one", lambda a, o: a / o), ("all_threads_s", lambda a, o: a),
                 ("one_thread_s", lambda a, o: o))}})
