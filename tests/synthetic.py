@@ -50,6 +50,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
                 "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
+                "beta_peak_interval_coverage": 0.96, "pi_peak_interval_coverage": 0.96,
                 "copy_threads": 2, "levels": levels(beta),
                 "matmul": {"n": 2048, "intensity": 2048 / 6}}
     ceilings = perf.with_ridge(ceilings)

@@ -262,3 +262,16 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         lv = roofs[name]
         assert who == {"all_cpus": "all CPUs", "1thread": "one thread"}[lv["GBps_from"]]
         assert rate == round(lv["GBps"]) and size <= lv["bytes"] < size + unit
+
+
+def test_phase_1_s_ceilings_are_drawn_as_points_not_as_an_interval_of_this_run_s():
+    """A run given beta and pi (--roofline, as tests/data's laptop-run) has no repeats of its own:
+    no band of beta's interval, and a ridge of no interval."""
+    res = json.loads((perf.REPO / "tests/data/laptop-run/results.json").read_text())
+    fig = figure_of(perf.plot_roofline, res)
+    legend = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    assert res["ceilings"]["source"] == "cli"
+    assert "beta's interval" not in legend and "(--roofline's beta and pi: no interval)" in legend
+    measured = " ".join(t.get_text() for t in figure_of(perf.plot_roofline, synthetic.run())
+                        .axes[0].get_legend().get_texts())
+    assert "beta's interval, this run's repeats (96% coverage)" in measured

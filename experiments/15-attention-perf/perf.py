@@ -9,7 +9,7 @@ The code measured is naive on purpose (tuning it is Phase 27's); the measurement
 Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
 harness, which calls it and hands it what it measured: the machine, a worker's watch (the canary),
 which samples feed, the verdict, the ops taken apart, the ceilings, the workers, a run (run_lab),
---compare, the command line. Where to look, two places at most:
+--compare, the command line. Where to look (the places named, each question's two stretches):
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
   section after it (watched_samples, watched, after_sample, measuring, mark_samples);
@@ -122,14 +122,16 @@ def split_heads(X, h):
 
 
 def qkv_proj(x, mha):
-    # op 1: Q = x W_Q, K = x W_K, V = x W_V.  Each 2 T d^2 FLOPs over 4Td + 4d^2 bytes.
+    # op 1: Q = x W_Q, K = x W_K, V = x W_V.  Each 2 T d^2 FLOPs over 4Td + 4d^2 bytes (the lab's
+    # count: x and the weight read; the product's write not counted).
     return x @ mha.W_Q, x @ mha.W_K, x @ mha.W_V
 
 
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (tracemalloc sees both here). math.sqrt gives a Python float, weak to numpy: fp32 S
+    # another (tracemalloc saw both with this numpy; one that elides temporaries may reuse the
+    # first). math.sqrt gives a Python float, weak to numpy: fp32 S
     # (np.sqrt(d_k) would be a float64 scalar and, under NumPy 2, promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
@@ -150,7 +152,8 @@ def av(A, V, h):
 
 
 def out_proj(O, mha):
-    # op 5: out = concat(out_h) W_O.  2 T d^2 FLOPs over 4Td + 4d^2 bytes. The concat is a copy.
+    # op 5: out = concat(out_h) W_O.  2 T d^2 FLOPs over 4Td + 4d^2 bytes (the lab's count, as op
+    # 1's: out not counted). The concat is a copy.
     h, T, d_k = O.shape
     return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
 
@@ -486,7 +489,8 @@ def forward_arrays(T, d_model, n_heads):
 
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
-    each byte term an array the lab counts (it leaves out the temporaries naive numpy makes)."""
+    each byte term an array the lab counts: a projection's input and weight (not its output), a T²
+    op's inputs and output; none of the temporaries naive numpy makes."""
     arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
     d_k = d // h
     return {
@@ -504,7 +508,7 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASSES, SCORES_STEPS = ([c.split("/")[1] for c in CALL_ARRAYS if c.startswith(op)]
+PASSES, SCORES_STEPS = ([call.split("/")[1] for call in CALL_ARRAYS if call.startswith(op)]
                         for op in ("softmax/", "scores/"))  # their names, in that order
 # The arrays each op reads or writes as naive numpy runs it, each once: its footprint, by which
 # place_on_roofline sets it under a cache level's roof (assumed: it then runs at that copy rate).
@@ -588,13 +592,13 @@ def draw_roofs(ax, res, xs):
     handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
                       label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.1f} GFLOPS{mm}"
                       + "".join(f"\n  ({n})" for n in notes))
-    handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
-                                   color="0.85", lw=0, zorder=0, label=(
-        "beta's interval, this run's repeats" + (f" ({cov:.0%} coverage)" if (
-            cov := c.get("beta_peak_interval_coverage")) else "") + f", {lo:.1f}-{hi:.1f} GB/s" + (
-            f"\n  (no plateau: a {dram['half_bytes'] >> 20} MiB copy ran at "
-            f"{dram['GBps_half']:.1f})" if c["source"] == "measured" and not dram["plateau"]
-            else ""))))
+    if c["source"] == "measured":  # Phase 1's beta and pi: points, no band
+        handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
+                                       color="0.85", lw=0, zorder=0, label=(
+            f"beta's interval, this run's repeats ({c['beta_peak_interval_coverage']:.0%} "
+            f"coverage), {lo:.1f}-{hi:.1f} GB/s" + (
+                f"\n  (no plateau: a {dram['half_bytes'] >> 20} MiB copy ran at "
+                f"{dram['GBps_half']:.1f})" if not dram["plateau"] else ""))))
     styles = iter([(0, (1, 1)), "--", "-.", (0, (5, 1, 1, 1))])
     for name, lv in c["levels"].items():
         if name != "DRAM" and not lv["same_roof_as_DRAM"] and not lv["slower_than_larger"]:
@@ -605,7 +609,8 @@ def draw_roofs(ax, res, xs):
     r_lo, r_hi = c["ridge_interval"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
         f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's intervals,\n  "
-        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'")))
+        f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'" if r_lo < r_hi else
+        f"ridge {c['ridge']:.2f} FLOP/B ({src}'s beta and pi: no interval)")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
     return handles
 
@@ -624,7 +629,7 @@ def draw_points(ax, res):
                                    linewidths=1.6, zorder=4), op))
     rings = tuple(ax.scatter([], [], s=(RING_FIRST * RING_STEP**i)**2, facecolors="none",
                              edgecolors="0.3") for i in range(len(res["sweep"])))
-    if "matmul" in res["ceilings"]:  # Phase 1's pi: no matmul of this run's to mark
+    if "matmul" in res["ceilings"]:  # pi timed by this run (Phase 1's: no matmul to mark)
         ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
                    marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
