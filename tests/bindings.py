@@ -7,7 +7,7 @@ CLAIMS hold the words that state a property (a count, a rule, a share and of wha
 with what makes it true; rebind.py prints those a new run no longer bears out.
 
 The write-up's answers are the thirteen runs' together: the committed run and its twelve reruns,
-each digested alike (digest). A claim over RUNS reads the same set whichever of the thirteen is
+each summarised alike (run_summary). A claim over RUNS reads the same set whichever of the thirteen is
 committed, so it holds or fails alike in every swap (test_swap.py swaps them)."""
 import json
 import math
@@ -24,7 +24,7 @@ CLASSES = ("memory", "ridge", "compute")  # perf.py's classes against DRAM's roo
 
 
 def use_reruns(runs):
-    """The reruns the bindings read (reruns.json's digests): the committed file's by default;
+    """The reruns the bindings read (reruns.json's run summaries): the committed file's by default;
     rebind.py sets the previous commit's to read the old figures."""
     global RERUNS
     RERUNS = runs
@@ -102,9 +102,9 @@ def EST(r, key):
 
 
 # ----------------------------------------------------------------------------------------------
-# The thirteen runs: each digested alike, the committed run among them
+# The thirteen runs: each summarised alike, the committed run among them
 
-def digest(r, m):
+def run_summary(r, m):
     """What the write-up compares across runs, of one run's results.json and manifest.json: its
     manifest, when it ran (its workers' first start and last end, seconds since the epoch), its
     ceilings, per T and op its figures and classes, and the analyses each answer stands on. T keys
@@ -127,7 +127,7 @@ def digest(r, m):
          "softmax_passes": [{**{k: x[k] for k in ("T", "passes_ns_per_element",
                                                   "sweep_softmax_ns_per_element")}, "passes": {
              p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
-                                           "copy_ns_per_element", "larger_floor")}
+                                           "copy_ns_per_element")}
              for p in x["passes"]}} for x in a["softmax_passes"]],
          "scores_steps_at_T_512": {"scale_s": SS(r, 512)["scale_s"]},
          "threads_at_T_512": {k: {o: window[k][o] for o in ("scores", "av", "softmax")}
@@ -144,7 +144,7 @@ def digest(r, m):
     return json.loads(json.dumps(d))
 
 
-RUNS = lambda r, m: sorted(RERUNS + [digest(r, m)], key=lambda x: x["started"])  # noqa: E731
+RUNS = lambda r, m: sorted(RERUNS + [run_summary(r, m)], key=lambda x: x["started"])  # noqa: E731
 
 
 def n_runs(r, m, pred):
@@ -181,7 +181,7 @@ def POSITION(r, m):
 
 
 # ----------------------------------------------------------------------------------------------
-# What the answers compare across the runs (x: one run's digest)
+# What the answers compare across the runs (x: one run's summary)
 
 BOUND = lambda x, k, T: x["bound"][k][TS.index(T)]  # noqa: E731
 SM_RATIO = lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"]  # noqa: E731  against β
@@ -207,7 +207,7 @@ def CLASSES_AT(T):
 
 def CLASS_COUNT(T, cls):
     """How many runs put scores in this class at T (av shares scores' class in each: a claim)."""
-    return lambda r, m: n_runs(r, m, lambda x: BOUND(x, "scores", T) == cls)
+    return lambda r, m: n_runs(r, m, lambda x: IN_CLASS(x, T, cls))
 
 
 # Question 1's headline for scores and av, worded alike in the four documents that give it.
@@ -216,7 +216,7 @@ CLASSES_SAID = [("and compute-bound at T = 64 in **{}** of the runs", CLASSES_AT
 
 
 def entries(x):
-    """A run's softmax_passes entries, each's passes as a list (results.json) or a dict (digest)."""
+    """A run's softmax_passes entries, each's passes as a list (results.json) or a dict (run_summary)."""
     return [list(e["passes"].values()) if isinstance(e["passes"], dict) else e["passes"]
             for e in x["softmax_passes"]]
 
@@ -288,6 +288,12 @@ PAST_RIDGE = lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])  # no
 BETA_RANGE = lambda r, m: spread(r, m, lambda x: x["beta"], 1)  # noqa: E731
 QUIET = lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] == "quiet")  # noqa: E731
 FWD_RANGE = lambda r, m: range_of([1e3 * FWD(x) for x in RUNS(r, m)], 3)  # noqa: E731
+IN_CLASS = lambda x, T, cls: BOUND(x, "scores", T) == cls  # noqa: E731  scores' (av's: a claim)
+BETA_RIDGE_RANKS = lambda r, m: float(np.corrcoef(*(rank([f(x) for x in RUNS(r, m)]) for f in (  # noqa: E731
+    lambda x: x["beta"], lambda x: x["ridge"])))[0, 1])  # Spearman's, over the thirteen runs
+SOFTMAX_OUTLASTS = lambda x: x["time_s"]["64"]["softmax"] > sum(x["time_s"]["64"][k] for k in PROJ)  # noqa: E731
+THRESHOLDS = lambda sep="** to **": lambda r, m: range_of(  # noqa: E731  the runs whose ridge lay below d_k/2
+    [x["scores_av_threshold"]["T_threshold"] for x in RUNS(r, m) if BELOW(x)] or [None], 0, sep)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -302,7 +308,7 @@ def pass_row(p):
 def class_row(label, cls):
     """A row of question 1's table: in how many runs scores and av had this class, per T."""
     return (f"| {label} | {{}} |", lambda r, m: " | ".join(
-        str(sum(BOUND(x, "scores", T) == cls for x in RUNS(r, m))) for T in TS))
+        str(sum(IN_CLASS(x, T, cls) for x in RUNS(r, m))) for T in TS))
 
 
 LAB = [
@@ -312,8 +318,7 @@ LAB = [
     ("made over **{}** minutes", MINUTES),
     ("and its **{}** reruns", RERUN_COUNT),
     # question 1
-    ("the softmax is memory-bound at every T in **{}** of", lambda r, m: n_runs(
-        r, m, lambda x: ALL_T(x, ["softmax"], "memory"))),
+    ("the softmax is memory-bound at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
     *CLASSES_SAID,
@@ -323,12 +328,11 @@ LAB = [
     ("d_k/2 = {} for T", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("The runs' ridges, **{}**,", lambda r, m: spread(r, m, lambda x: x["ridge"], 2)),
     ("lay below d_k/2 in **{}**:", lambda r, m: n_runs(r, m, BELOW)),
-    ("thresholds T = **{}**.", lambda r, m: range_of([x["scores_av_threshold"]["T_threshold"]
-                                                           for x in RUNS(r, m) if BELOW(x)] or [None], 0)),
+    ("thresholds T = **{}**.", THRESHOLDS()),
     ("π stayed within ×**{}**,", lambda r, m: at_most(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
     ("β ranged over ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
     ("(**{}** GB/s), and the ridge", BETA_RANGE),
-    ("(rank correlation with β: **{}**)", lambda r, m: f"{np.corrcoef(*(rank([f(x) for x in RUNS(r, m)]) for f in (lambda x: x['beta'], lambda x: x['ridge'])))[0, 1]:.2f}".replace("-", "−")),
+    ("(rank correlation with β: **{}**)", lambda r, m: f"{BETA_RIDGE_RANKS(r, m):.2f}".replace("-", "−")),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**, above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -369,8 +373,7 @@ LAB = [
     ("dominate*: held in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][0])),
     ("(this run's: projections {} %,", lambda r, m: pct(OBS(r, 0)["projections_share"])),
     ("T² ops {} %)", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
-    ("outlasted both projections in **{}**", lambda r, m: n_runs(r, m, lambda x: x["time_s"]["64"]["softmax"] > sum(
-        x["time_s"]["64"][k] for k in PROJ))),
+    ("outlasted both projections in **{}**", lambda r, m: n_runs(r, m, SOFTMAX_OUTLASTS)),
     ("(this run's: **{} ms** against", lambda r, m: ms(op(r, 64, "softmax")["time_s"])),
     ("against **{} ms**).", lambda r, m: ms(sum(op(r, 64, k)["time_s"] for k in PROJ))),
     ("ops dominate*: held in **{}** (this", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][1])),
@@ -464,9 +467,7 @@ SOLUTION = [
     ("of the **{}** runs", N),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     *CLASSES_SAID,
-    ("the threshold between T = **{}**.", lambda r, m: range_of([x["scores_av_threshold"]["T_threshold"]
-                                                                  for x in RUNS(r, m) if BELOW(x)] or [None], 0,
-                                                                 "** and **")),
+    ("the threshold between T = **{}**.", THRESHOLDS("** and **")),
     ("π ≈ {} GFLOPS and", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of {} GB/s, a ridge", lambda r, m: "{}–{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -556,13 +557,12 @@ SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same co
     x["perf_py_code_digest"] == m["perf_py_code_digest"] for x in RUNS(r, m))
 SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["bound"]["scores"] == x["bound"]["av"]) and all(  # noqa
     op(r, a, "scores")["intensity"] < op(r, b, "scores")["intensity"] for a, b in zip(TS, TS[1:]))
-RIDGE_FOLLOWS_BETA = lambda r, m: bool(np.corrcoef(*(rank([f(x) for x in RUNS(r, m)]) for f in (  # noqa: E731
-    lambda x: x["beta"], lambda x: x["ridge"])))[0, 1] <= -0.5)  # the ridge, π / β, falls as β rises
+RIDGE_FOLLOWS_BETA = lambda r, m: BETA_RIDGE_RANKS(r, m) <= -0.5  # noqa: E731  the ridge, π / β, falls as β rises
 CLASS_VARIES = lambda r, m: any(len({BOUND(x, "scores", T) for x in RUNS(r, m)}) > 1 for T in TS)  # noqa: E731
 CLASS_BY_T = lambda r, m: SOME(r, m, lambda x: len(set(x["bound"]["scores"])) > 1)  # noqa: E731  in some run
 CLASS_DEPENDS = lambda r, m: SCORES_AV_RISE(r, m) and CLASS_VARIES(r, m) \
     and CLASS_BY_T(r, m)  # they share their classes, rise with T; the class moves with T and with the run
-SOFTMAX_ONE_THREAD = lambda x: all(  # noqa: E731  more BLAS threads never help it (av's ratio: ~0.6)
+SOFTMAX_ONE_THREAD = lambda x: all(  # noqa: E731  more BLAS threads save it under 10 % (av: ratio ~0.6)
     w["softmax"] >= 0.9 for w in x["threads_over_one"].values())
 BYTES_BEHIND = lambda x: all(COPY_SHARE(ps) < 0.5 for ps in entries(x))  # noqa: E731
 PASSES_MOST = lambda x: all(PASS_RATIO(e) > 0.5 for e in x["softmax_passes"])  # noqa: E731
@@ -610,8 +610,8 @@ CLAIMS = [
     # question 3
     (LABR, "where its roof is π", lambda r, m: MOST(r, m, lambda x: x["phase_27_past_ridge"])),
     # expected observations
-    (LABR, "The softmax alone outlasted both projections", lambda r, m: EVERY(r, m, lambda x: x["expected_observations_held"][0] or (
-        x["time_s"]["64"]["softmax"] > sum(x["time_s"]["64"][k] for k in PROJ)))
+    (LABR, "The softmax alone outlasted both projections", lambda r, m: EVERY(
+        r, m, lambda x: x["expected_observations_held"][0] or SOFTMAX_OUTLASTS(x))
      and not MOST(r, m, lambda x: x["expected_observations_held"][0])),
     # findings
     (LABR, "In every run, part is the scaling pass", lambda r, m: EVERY(r, m, SCALE_PART)),

@@ -22,7 +22,7 @@ nothing written), else 0. test_rebind.py runs it on a copy of the repository.
     python tests/rebind.py --reruns runs/rerun_01 runs/rerun_02 ...
 
 writes reruns.json instead: of each fresh run (its folder), its manifest and the figures of its
-results.json that the write-up compares across runs (bindings.digest)."""
+results.json that the write-up compares across runs (bindings.run_summary)."""
 import json
 import re
 import subprocess
@@ -107,12 +107,12 @@ def rebind_document(name, table, old, new, report):
 
 def write_reruns(folders):
     """reruns.json from the fresh runs' folders, in the order given."""
-    runs = [bindings.digest(*(json.loads((Path(f) / name).read_text())
+    runs = [bindings.run_summary(*(json.loads((Path(f) / name).read_text())
                             for name in ("results.json", "manifest.json"))) for f in folders]
     what = ("fresh default runs of perf.py, one entry each, in the order given to tests/rebind.py "
             "--reruns: its manifest (perf_py_code_digest names the script's code), its start and end (its "
             "workers' first start and last end, seconds since the epoch) and the figures the "
-            "write-up compares across runs (tests/bindings.py, digest)")
+            "write-up compares across runs (tests/bindings.py, run_summary)")
     (EXP / "reruns.json").write_text(json.dumps({"what": what, "runs": runs}, indent=1) + "\n")
     print(f"wrote {EXP / 'reruns.json'}: {len(runs)} runs")
     return 0

@@ -18,7 +18,7 @@ RERUNS = json.loads((EXP / "reruns.json").read_text())["runs"]
 
 
 def each_rerun(edit):
-    """A mutation that edits every rerun's digest (so that a claim over most runs moves too)."""
+    """A mutation that edits every rerun's summary (so that a claim over most runs moves too)."""
     return lambda r, m, runs: [edit(x) for x in runs]
 
 

@@ -64,7 +64,7 @@ def swap(runs, i):
            "m": json.loads((EXP / "manifest.json").read_text()),
            "reruns": json.loads((EXP / "reruns.json").read_text())}
     new = {"r": runs[i][0], "m": runs[i][1],
-           "reruns": {"runs": [bindings.digest(*run) for j, run in enumerate(runs) if j != i]}}
+           "reruns": {"runs": [bindings.run_summary(*run) for j, run in enumerate(runs) if j != i]}}
     said = []
     report = lambda kind, name, phrase, why=None: said.append(f"{kind} {name}: {phrase} {why or ''}")  # noqa
     texts = {name: rebind.rebind_document(name, table, old, new, report)
