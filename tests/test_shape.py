@@ -12,7 +12,7 @@ TREE = ast.parse(SOURCE)
 TOP = {n.name: n for n in TREE.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
 PART_II = next(i + 1 for i, ln in enumerate(SOURCE.splitlines()) if ln.startswith("# PART II"))
 PART_I_LINES = 900  # the lab a learner reads, from the top to the harness's banner
-MAX_LINES = 2235    # the whole: a guard, not an aim; a feature that needs more pays for it first
+MAX_LINES = 2235    # the whole: issue 53's cap, today met with no room, so a change pays its lines
 
 
 def local_names(fn):
@@ -80,18 +80,31 @@ def test_one_conductor_calls_every_step_of_a_run_in_the_order_the_data_flows():
             assert not {"spawn_all", "write_atomically"} & used, name
 
 
-def test_no_function_uses_one_defined_further_down_within_its_part():
+def uses_further_down(tree, part_ii):
+    """{definition: the names defined further down within its part that it uses}: functions, and
+    module-level lambdas and partials (CPUFREQ, working_set) alike; the entry point aside."""
+    first = {}
+    for s in tree.body:
+        for name in defined(s):
+            first.setdefault(name, s.lineno)
     later = {}
-    for name, fn in TOP.items():
-        if name == "main":  # the entry point dispatches to everything
-            continue
-        part = fn.lineno > PART_II
-        used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        below = sorted(u for u in used - local_names(fn) if u in TOP and TOP[u].lineno > fn.lineno
-                       and (TOP[u].lineno > PART_II) == part)
+    for s in tree.body:
+        if not isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Assign)) or defined(s) == {"main"}:
+            continue  # main dispatches to everything
+        used = {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        below = sorted(u for u in used - local_names(s) if first.get(u, 0) > s.lineno
+                       and (first[u] > part_ii) == (s.lineno > part_ii))
         if below:
-            later[name] = below
-    assert later == {}
+            later[min(defined(s))] = below
+    return later
+
+
+def test_no_definition_uses_one_defined_further_down_within_its_part():
+    assert uses_further_down(TREE, PART_II) == {}
+    # It can fail: a module-level lambda (CPUFREQ) that reads a function defined below it.
+    broken = SOURCE.replace('cpu[0-9]*/cpufreq"))', 'cpu[0-9]*/cpufreq")) or preemptions()', 1)
+    assert broken != SOURCE
+    assert uses_further_down(ast.parse(broken), PART_II) == {"CPUFREQ": ["preemptions"]}
 
 
 def test_part_one_is_the_lab_blocks_a_to_f_in_order_then_part_two_the_harness():

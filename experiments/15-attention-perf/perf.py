@@ -122,8 +122,7 @@ def split_heads(X, h):
 
 
 def qkv_proj(x, mha):
-    # op 1: Q = x W_Q, K = x W_K, V = x W_V.  Each 2 T d^2 FLOPs over 4Td + 4d^2 bytes (the lab's
-    # count: x and the weight read; the product's write not counted).
+    # op 1: Q = x W_Q, K = x W_K, V = x W_V.  Each 2 T d^2 FLOPs over 4Td + 4d^2 bytes: x, W read.
     return x @ mha.W_Q, x @ mha.W_K, x @ mha.W_V
 
 
@@ -131,8 +130,8 @@ def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
     # another (tracemalloc saw both with this numpy; one that elides temporaries may reuse the
-    # first). math.sqrt gives a Python float, weak to numpy: fp32 S
-    # (np.sqrt(d_k) would be a float64 scalar and, under NumPy 2, promote all of S to float64).
+    # first). math.sqrt gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar,
+    # would under NumPy 2 promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
 
@@ -152,8 +151,7 @@ def av(A, V, h):
 
 
 def out_proj(O, mha):
-    # op 5: out = concat(out_h) W_O.  2 T d^2 FLOPs over 4Td + 4d^2 bytes (the lab's count, as op
-    # 1's: out not counted). The concat is a copy.
+    # op 5: out = concat(out_h) W_O, the concat a copy.  2 T d^2 FLOPs over 4Td + 4d^2: C, W read.
     h, T, d_k = O.shape
     return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
 
@@ -402,7 +400,7 @@ def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
         ax.bar(x, ms, 0.5, bottom=bottom, color=COLORS[op])
         bottom += ms
     default_rows = [default_heap.get(r["T"]) for r in rows]
-    heights = np.array([d["forward_s"] * 1e3 if d else np.nan for d in default_rows])
+    heights = np.array([row["forward_s"] * 1e3 if row else np.nan for row in default_rows])
     top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
     cut = top / 1.12  # a hatched bar stops here, under the top: room for its label above
     ax.bar(x + 0.36, np.fmin(heights, cut), 0.22, fill=False, hatch="///", edgecolor="0.45", lw=0.8)
@@ -692,8 +690,7 @@ def threshold_T(d_k, ridge, b):
 
 
 def thresholds(d_k, ridge):
-    """Block E's threshold T for scores and av at the ridge, by the lab's formula and by its
-    inequality as written."""
+    """Block E's threshold T of scores and av at the ridge: by the lab's formula, its inequality."""
     return {"d_k": d_k, "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2},
             "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
@@ -792,11 +789,6 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
-        for e in passes:  # the slower comparison (in cache, copy), intervals apart, else unresolved
-            (cache_lo, cache_hi), (copy_lo, copy_hi) = (e[f"{k}_ns_per_element_interval"]
-                                                        for k in ("in_cache", "copy"))
-            e["larger_floor"] = "copy" if copy_lo > cache_hi else "in cache" \
-                if cache_lo > copy_hi else "unresolved"
         out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
                     "passes": passes,
                     "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
@@ -824,18 +816,18 @@ def scores_step_times(rows, counted):
 
 def analyse(rows, cfg, ceilings, counted, windows):
     """Block E's numbers (`counted`: the warm workers not left out, whose samples feed them)."""
-    keyed, d, h = entry_at(rows, FOCUS_T), cfg["d_model"], cfg["n_heads"]
+    focus, d, h = entry_at(rows, FOCUS_T), cfg["d_model"], cfg["n_heads"]
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
                                  for r in rows},
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"]),
            "on_lab_laptop": on_lab_laptop(d, h),
-           "phase_27_preview": phase_27_preview(keyed or rows[-1], d, h, ceilings),
+           "phase_27_preview": phase_27_preview(focus or rows[-1], d, h, ceilings),
            "scores_steps": scores_step_times(rows, counted),
            "softmax_passes": softmax_pass_comparisons(rows, counted, d, h),
            "threading_windows": windows}
-    if keyed:
-        out[f"softmax{KEYED}"] = softmax_against_roofs(keyed, ceilings)
+    if focus:
+        out[f"softmax{KEYED}"] = softmax_against_roofs(focus, ceilings)
     return out
 
 
@@ -1400,9 +1392,10 @@ def canary_checks(rows, warm_workers, left_out):
                 f"{len(both)} of the {n} warm processes ran both canary parts slow (over "
                 f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
-                "either the machine ran slow for a long stretch (rerun later), or it has cores of "
-                "two speeds (performance and efficiency cores) and these processes ran on the "
-                f"slow ones: {PIN_FAST.get(platform.system(), PIN_FAST['Linux'])} and rerun",
+                "the machine ran slow for a long stretch, or these processes sat in a slow state "
+                "of their own (rerun later), or it has cores of two speeds (performance and "
+                "efficiency cores) and these processes ran on the slow ones: "
+                f"{PIN_FAST.get(platform.system(), PIN_FAST['Linux'])} and rerun",
                 "pin to the fast cores, or rerun later")}
 
 
@@ -1426,7 +1419,8 @@ def cooperation_finding(windows, threads_ran):
     if out["holds"] is not False:
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
-            f"on av at T = {window['T']} (limit {COOPERATION_LIMIT}): the threads " + (
+            f"on av at T = {window['T']} (the median of {window['pairs']} pairs; limit "
+            f"{COOPERATION_LIMIT}): the threads " + (
                 "slowed av here" if ratio > 1 else "barely helped av here"), "advice": (
                 f"one thread was faster in the same windows (threading_windows): run with "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
@@ -1436,11 +1430,12 @@ def cooperation_finding(windows, threads_ran):
 
 
 def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows, windows):
-    """Disturbed on evidence that something else used the machine (others' CPU, steal, preemptions)
-    or changed under the run (the clock; the canary's rules). A finding: the threads' help. From:
-    load, own_cpu_s (machine_watched); hardware's physical cores, hypervisor flag, cpufreq at the
-    start and end (machine_facts, cpufreq_settings); the warm workers' preemptions, sampling time,
-    canary readings (a worker's watch); left_out, counted (judge_processes); rows (pool_row)."""
+    """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
+    steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
+    changed under the run (the clock; the canary's rules). A finding: the threads' help. From: load,
+    own_cpu_s (machine_watched); hardware's physical cores, hypervisor flag, cpufreq at start and
+    end (machine_facts, cpufreq_settings); the warm workers' preemptions, sampling time, canary
+    readings (a worker's watch); left_out, counted (judge_processes); rows (pool_row)."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
@@ -2173,12 +2168,12 @@ def report(results, out):
           + f"\n{'T':>5} " + " ".join(
         f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'timers':>7} {'faults/fw':>9} "
         f"{'default heap':>13}   set aside (canary, median ratio)")
-    for r, d in zip(results["sweep"], results["sweep_default_heap"]):
+    for r, dflt in zip(results["sweep"], results["sweep_default_heap"]):
         faults = r["page_faults_per_forward"]
         print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in OPS)
               + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['instrumentation_overhead']:7.2%} "
-              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {d['forward_s'] * 1e3:10.3f} ms"
-              f"   {r['samples_set_aside']}/{r['sample_count']}" + (
+              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {dflt['forward_s'] * 1e3:10.3f}"
+              f" ms   {r['samples_set_aside']}/{r['sample_count']}" + (
                   f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else ""))
     print(f"time_s: {DEFINITIONS['time_s']}; its interval: {DEFINITIONS['time_s_interval']}")
     c = results["ceilings"]
