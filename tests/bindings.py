@@ -20,7 +20,7 @@ import perf
 LAB_DIR = Path(__file__).resolve().parent.parent / "experiments" / "15-attention-perf"
 OPS = perf.OPS
 TS = perf.T_SWEEP  # the lab's Ts, which the write-up names
-CLASSES = ("memory", "ridge", "compute")  # perf.py's classes against DRAM's roof, left to right
+CLASSES = ("memory", "near_ridge", "compute")  # perf.py's classes against DRAM's roof, left to right
 
 
 def use_reruns(runs):
@@ -117,10 +117,11 @@ def run_summary(r, m):
          "forward_s": {T: x["forward_s"] for T, x in at.items()},
          "time_s": {T: {k: x["ops"][k]["time_s"] for k in OPS} for T, x in at.items()},
          "time_share": {T: {k: x["ops"][k]["time_share"] for k in OPS} for T, x in at.items()},
-         "bound": {k: [at[T]["ops"][k]["bound"] for T in at] for k in OPS},
+         "dram_bound": {k: [at[T]["ops"][k]["dram_bound"] for T in at] for k in OPS},
          "dominant_op_per_T": a["dominant_op_per_T"],
          "expected_observations_held": [o["held"] for o in a["expected_observations"]],
          "scores_av_threshold": a["scores_av_threshold"]["from_intensity_formula"],
+         "inequality_threshold": a["scores_av_threshold"]["from_inequality_as_written"]["T_threshold"],
          "softmax_at_T_512": a["softmax_at_T_512"],
          "softmax_interval_at_T_512": at[512]["ops"]["softmax"]["time_s_interval"],
          "phase_27_past_ridge": a["phase_27_preview"]["without_materialising_A"]["past_ridge"],
@@ -183,12 +184,12 @@ def POSITION(r, m):
 # ----------------------------------------------------------------------------------------------
 # What the answers compare across the runs (x: one run's summary)
 
-BOUND = lambda x, k, T: x["bound"][k][TS.index(T)]  # noqa: E731
+BOUND = lambda x, k, T: x["dram_bound"][k][TS.index(T)]  # noqa: E731
 SM_RATIO = lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"]  # noqa: E731  against β
 SM_1T = lambda x: x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"]  # noqa: E731
 FWD = lambda x: x["forward_s"]["512"]  # noqa: E731
 BELOW = lambda x: x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"]  # noqa: E731
-ALL_T = lambda x, ops, cls: all(c == cls for k in ops for c in x["bound"][k])  # noqa: E731
+ALL_T = lambda x, ops, cls: all(c == cls for k in ops for c in x["dram_bound"][k])  # noqa: E731
 PROJ = perf.PROJECTIONS
 T2 = lambda x, T: 1 - sum(x["time_share"][str(T)][k] for k in PROJ)  # noqa: E731  the T² ops' share
 GAP = lambda x: x["time_s"]["512"]["scores"] / x["time_s"]["512"]["av"]  # noqa: E731
@@ -323,7 +324,7 @@ LAB = [
     ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
     *CLASSES_SAID,
     ("| intensity (FLOP/byte) | {} |", lambda r, m: " | ".join(num(op(r, T, "scores")["intensity"], 2) for T in TS)),
-    class_row("memory-bound in", "memory"), class_row("near the ridge in", "ridge"),
+    class_row("memory-bound in", "memory"), class_row("near the ridge in", "near_ridge"),
     class_row("compute-bound in", "compute"),
     ("d_k/2 = {} for T", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("The runs' ridges, **{}**,", lambda r, m: spread(r, m, lambda x: x["ridge"], 2)),
@@ -466,6 +467,10 @@ SOLUTION = [
     ("at every T (intensity 5/8) in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("tends to d_k/2 = {} FLOP/byte", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
+    ("which tends to d_k/4 = {}, against", lambda r, m: num(
+        r["analysis"]["scores_av_threshold"]["from_inequality_as_written"]["asymptotic_intensity"], 0)),
+    ("as written finds a threshold in **{}** of", lambda r, m: n_runs(
+        r, m, lambda x: x["inequality_threshold"] is not None)),
     *CLASSES_SAID,
     ("the threshold between T = **{}**.", THRESHOLDS("** and **")),
     ("π ≈ {} GFLOPS and", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
@@ -555,11 +560,11 @@ EXP_AVX512 = lambda r: (r["hardware"]["numpy_softmax_kernels"]["exp"] in  # noqa
                         and r["hardware"]["numpy_softmax_kernels"]["exp"].startswith(("X86_V4", "AVX512")))
 SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same code: perf.code_digest
     x["perf_py_code_digest"] == m["perf_py_code_digest"] for x in RUNS(r, m))
-SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["bound"]["scores"] == x["bound"]["av"]) and all(  # noqa
+SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["dram_bound"]["scores"] == x["dram_bound"]["av"]) and all(  # noqa
     op(r, a, "scores")["intensity"] < op(r, b, "scores")["intensity"] for a, b in zip(TS, TS[1:]))
 RIDGE_FOLLOWS_BETA = lambda r, m: BETA_RIDGE_RANKS(r, m) <= -0.5  # noqa: E731  the ridge, π / β, falls as β rises
 CLASS_VARIES = lambda r, m: any(len({BOUND(x, "scores", T) for x in RUNS(r, m)}) > 1 for T in TS)  # noqa: E731
-CLASS_BY_T = lambda r, m: SOME(r, m, lambda x: len(set(x["bound"]["scores"])) > 1)  # noqa: E731  in some run
+CLASS_BY_T = lambda r, m: SOME(r, m, lambda x: len(set(x["dram_bound"]["scores"])) > 1)  # noqa: E731  in some run
 CLASS_DEPENDS = lambda r, m: SCORES_AV_RISE(r, m) and CLASS_VARIES(r, m) \
     and CLASS_BY_T(r, m)  # they share their classes, rise with T; the class moves with T and with the run
 SOFTMAX_ONE_THREAD = lambda x: all(  # noqa: E731  more BLAS threads save it under 10 % (av: ratio ~0.6)

@@ -100,7 +100,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
 
 
 def drifted(results, manifest, beta, slower, start):
-    """A copy of a real run (results.json, manifest.json) as if made on a host whose level had
+    """A copy of a real run (results.json, manifest.json) as if made on a host whose speed had
     moved: β and every copy rate at `beta` GB/s, every op of the sweeps and every timed pass
     `slower` times as long (their ratios as they were), its workers' times from `start` on
     (seconds since the epoch); the roofline's classes, Block E's threshold, the softmax against its

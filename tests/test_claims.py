@@ -44,15 +44,15 @@ def processes_alike(r, m, runs):
 
 def no_ridge_class(r, m, runs):
     for x in runs:
-        x["bound"].update(scores=["memory"] * 4, av=["memory"] * 4)
+        x["dram_bound"].update(scores=["memory"] * 4, av=["memory"] * 4)
     for row in r["sweep"]:
         for k in ("scores", "av"):
-            row["ops"][k]["bound"] = "memory"
+            row["ops"][k]["dram_bound"] = "memory"
 
 
 def beta_against_the_classes(r, m, runs):
     for x in runs:  # the runs that put scores furthest right, given the lowest β
-        x["beta"] = 1.0 if x["bound"]["scores"].count("compute") > 1 else x["beta"]
+        x["beta"] = 1.0 if x["dram_bound"]["scores"].count("compute") > 1 else x["beta"]
 
 
 MUTATIONS = {
@@ -60,14 +60,14 @@ MUTATIONS = {
         cpu_model="Intel(R) Core(TM) i5-8250U", virtualized=False, physical_cores=4, simd_flags=["AVX2"],
         numpy_softmax_kernels={**r["hardware"]["numpy_softmax_kernels"], "exp": "X86_V3"}),
     "another script": each_rerun(lambda x: x.update(perf_py_code_digest="0" * 64)),
-    "av's class apart from scores'": each_rerun(lambda x: x["bound"].update(av=["compute"] * 4)),
+    "av's class apart from scores'": each_rerun(lambda x: x["dram_bound"].update(av=["compute"] * 4)),
     "one class for scores and av, every T, every run": no_ridge_class,
     "each run one class for scores and av at every T": lambda r, m, runs: [
-        [x["bound"].update(scores=[c] * 4, av=[c] * 4) for x, c in zip(runs, ["memory", "compute"] * 7)],
-        [row["ops"][k].update(bound="compute") for row in r["sweep"] for k in ("scores", "av")]],
+        [x["dram_bound"].update(scores=[c] * 4, av=[c] * 4) for x, c in zip(runs, ["memory", "compute"] * 7)],
+        [row["ops"][k].update(dram_bound="compute") for row in r["sweep"] for k in ("scores", "av")]],
     "β against the classes": beta_against_the_classes,
-    "the softmax compute-bound once": each_rerun(lambda x: x["bound"]["softmax"].__setitem__(0, "compute")),
-    "a projection memory-bound once": each_rerun(lambda x: x["bound"]["qkv_proj"].__setitem__(0, "memory")),
+    "the softmax compute-bound once": each_rerun(lambda x: x["dram_bound"]["softmax"].__setitem__(0, "compute")),
+    "a projection memory-bound once": each_rerun(lambda x: x["dram_bound"]["qkv_proj"].__setitem__(0, "memory")),
     "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
     "β from one thread": each_rerun(lambda x: x.update(beta_from="1thread")),
     "the ridge's interval a point": lambda r, m, runs: r["ceilings"].update(ridge_interval=[r["ceilings"]["ridge"]] * 2),

@@ -281,11 +281,11 @@ def test_ctrl_c_to_the_process_group_exit_130_files_untouched(tmp_path):
 def test_ctrl_c_in_a_worker_alone_exits_130_quietly():
     proc = subprocess.Popen([sys.executable, str(PERF), "--worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdin.write(json.dumps(tiny_task(rounds=10**6)))
+    # A task padded past any pipe's buffer: the write returns once the worker reads it, that is
+    # past its imports (however slow), whose Ctrl-C would be Python's traceback, not the worker's.
+    proc.stdin.write(json.dumps(tiny_task(rounds=10**6)) + " " * (1 << 20))
     proc.stdin.close()
-    deadline = time.monotonic() + 30  # past its imports (a fresh venv compiles their bytecode)
-    while sum(psutil.Process(proc.pid).cpu_times()[:2]) < 1.5 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    time.sleep(0.5)  # its task parsed (JSON of a MiB: milliseconds), it samples
     proc.send_signal(signal.SIGINT)
     try:
         assert proc.wait(timeout=30) == 130

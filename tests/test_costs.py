@@ -116,11 +116,11 @@ def test_place_on_roofline_arithmetic():
     row = {"T": 64, "forward_s": n * 1e-5, "ops": {op: {"time_s": 1e-5} for op in perf.OPS}}
     perf.place_on_roofline(row, 64, 4, CEILINGS)  # ridge 5 FLOP/byte, interval 4 to 6
     qkv, sm, sc = row["ops"]["qkv_proj"], row["ops"]["softmax"], row["ops"]["scores"]
-    assert qkv["intensity"] == pytest.approx(16.0) and qkv["bound"] == "compute"
+    assert qkv["intensity"] == pytest.approx(16.0) and qkv["dram_bound"] == "compute"
     assert qkv["GFLOPS"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
-    assert sm["bound"] == "memory"
+    assert sm["dram_bound"] == "memory"
     # scores at T=64: I = 5.33, inside the ridge's interval: too close to call
-    assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["bound"] == "ridge"
+    assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["dram_bound"] == "near_ridge"
     assert sm["time_share"] == pytest.approx(1 / n)
     assert sum(row["ops"][op]["flop_share"] for op in perf.OPS) == pytest.approx(1)
     # Its working set at T=64 (by hand in test_working_sets_by_hand_at_T64) fits the 1 MiB L2.

@@ -534,8 +534,8 @@ def with_ridge(ceilings):
 
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
-    """Each op's FLOPs, bytes, intensity, GFLOPS and class against DRAM ("ridge": inside the
-    ridge's interval) and against the roof of the smallest level its working set fits."""
+    """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
+    inside the ridge's interval) and the smallest level's its working set fits (level_bound)."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_interval"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
@@ -547,7 +547,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                     default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
-                 bound="memory" if I < lo else "compute" if I > hi else "ridge",
+                 dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
                  time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
                  working_set_bytes=ws[op], level=level,
                  level_ceiling_GFLOPS=min(pi, level_beta * I),
@@ -2039,7 +2039,7 @@ def compare_facts(a, b, T):
     facts += [(f"dominant op at T={t}", lambda r, t=t: r["analysis"]["dominant_op_per_T"].get(
         str(t)), False, None, None) for t in (x["T"] for x in a["sweep"]) if t <= T]
     facts += [(f"{op}, class per T", lambda r, op=op: " ".join(
-        f"{x['T']}:{x['ops'][op]['bound']}" for x in r["sweep"] if x["T"] <= T), False, None,
+        f"{x['T']}:{x['ops'][op]['dram_bound']}" for x in r["sweep"] if x["T"] <= T), False, None,
         "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
             *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
     out = []

@@ -8,7 +8,6 @@ process's life: if the offset moves the matmul, a process keeps its speed for it
     python tests/bench/layout.py
 """
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +27,10 @@ def buffer_at(shape, offset):
 
 
 def seconds_per_call(fn, min_time=0.05):
+    """After one untimed call, perf.py's batch (run_for): its seconds over its calls."""
     fn()
-    n, t0 = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - t0) < min_time or n == 0:
-        fn()
-        n += 1
-    return elapsed / n
+    n, seconds = perf.run_for(fn, min_time)
+    return seconds / n
 
 
 def main():
