@@ -536,7 +536,7 @@ STRUCTURAL = [
     r"float(?:32|64)", r"\bL[123]d?\b", r"AVX-?512", r"\b5/8\b", r"\bT²", r"\b1e-5\b", r"\(8 with",
     r"\b15 W\b", r"\b6 MiB\b",
     r"Python 3\.1[01]", r"\b3\.10 or newer", r"\b3\.11 with", r"\b3\.10 with", r"× 5/8", r"\b2048²",
-    r"128×128", r"\b64 KiB\b", r"8/5", r"1\. \*\*|2\. \*\*|3\. \*\*", r"\b10 %", r"d_k/2",
+    r"128×128", r"\b64 KiB\b", r"8/5", r"1\. \*\*|2\. \*\*|3\. \*\*", r"\b10 %", r"d_k/[24]",
     r"NumPy 2\b", r"X86_V4", r"OMP_NUM_THREADS=[14]", r"\bU-series\b", r"above 8\b",
     r"4·d_k·I_crit / \(d_k − 2·I_crit\)", r"\S*(?:03-attention|PHASE_15|phase-15|rerun_NN)\S*",
     r"(?:64|512)-element", r"2-core", r"AVX2",
