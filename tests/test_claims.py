@@ -1,7 +1,9 @@
 """Every claim of the write-up can fail: for each, some mutation of the committed run and its
 reruns (one fact of the runs changed, as a run could have come out) makes its predicate false.
 A claim that no mutation here moves is a constant, or tests something its sentence does not say:
-add the mutation its sentence invites, or rewrite the claim."""
+add the mutation its sentence invites, or rewrite the claim. A claim of the lab's formulas and
+figures (bindings.ARITHMETIC) holds on every run: it fails where perf.py's formula or figure
+changes, as FORMULA_CHANGES changes them."""
 import copy
 import functools
 import json
@@ -9,7 +11,8 @@ import json
 import pytest
 
 import bindings
-from bindings import CLAIMS
+import perf
+from bindings import ARITHMETIC, CLAIMS
 from conftest import EXP
 
 RESULTS = json.loads((EXP / "results.json").read_text())
@@ -70,7 +73,6 @@ MUTATIONS = {
     "a projection memory-bound once": each_rerun(lambda x: x["dram_bound"]["qkv_proj"].__setitem__(0, "memory")),
     "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
     "β from one thread": each_rerun(lambda x: x.update(beta_from="1thread")),
-    "the ridge's interval a point": lambda r, m, runs: r["ceilings"].update(ridge_interval=[r["ceilings"]["ridge"]] * 2),
     "the bytes catch up": passes(lambda e: [p.update(copy_ns_per_element=p["ns_per_element"],
                                                      in_cache_ns_per_element=0.2 * p["ns_per_element"])
                                             for p in e["passes"].values()]),
@@ -95,15 +97,12 @@ MUTATIONS = {
                                            for x in r["sweep"]],
     "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
     "a governor": lambda r, m, runs: r["hardware"].update(cpu_governor_at_run="performance"),
-    "a laptop ridge below d_k/2": lambda r, m, runs: r["analysis"]["on_lab_laptop"].update(ridge_range=[5, 6]),
     "timers that cost": each_rerun(lambda x: x["timers"]["512"].__setitem__(0, 0.2)),
-    "the lab's bytes": lambda r, m, runs: [e.update(passes_bytes=1) for e in r["analysis"]["softmax_passes"]],
     "processes alike": processes_alike,
     "a small softmax at T = 64": each_rerun(lambda x: x["time_share"]["64"].update(softmax=0.1)),
     "the two roofs swapped": each_rerun(lambda x: x["softmax_at_T_512"].update(
         ratio_to_memory_ceiling=2 * x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"])),
     "the default heap as fast": each_rerun(lambda x: x["default_heap"]["512"].update(forward_s=x["forward_s"]["512"])),
-    "few bytes saved": lambda r, m, runs: r["analysis"]["phase_27_preview"].update(bytes_reduction=2.0),
     "eleven reruns": lambda r, m, runs: runs.pop(),
     "no process left out": lambda r, m, runs: [r["canary"].update(left_out={})] + [
         x.update(left_out=0) for x in runs],
@@ -136,3 +135,32 @@ def test_every_claim_fails_on_some_run_that_could_have_been(name, phrase, holds,
     bindings.use_reruns(RERUNS)
     assert holds(RESULTS, MANIFEST)
     assert any(falls(holds, mutation) for mutation in MUTATIONS), phrase
+
+
+def counts_every_array_the_passes_touch(mp):
+    cost = perf.op_cost
+    mp.setattr(perf, "op_cost", lambda T, d, h: {**cost(T, d, h), "softmax": (
+        cost(T, d, h)["softmax"][0], sum(perf.call_bytes(T, d, h)[f"softmax/{p}"] for p in perf.PASSES))})
+
+
+FORMULA_CHANGES = {
+    "a laptop of twice the bandwidth": lambda mp: mp.setattr(
+        perf, "LAB_LAPTOP", {**perf.LAB_LAPTOP, "beta_GBps": [30, 38]}),
+    "a ridge of one width": lambda mp: mp.setattr(
+        perf, "with_ridge", lambda c: {**c, "ridge_interval": [1.0, 2.0]}),
+    "the lab's byte count the passes' own": counts_every_array_the_passes_touch,
+    "Flash Attention writing S and A": lambda mp: mp.setattr(
+        perf, "FLASH_ARRAYS", perf.FLASH_ARRAYS + ("S", "A")),
+}
+
+
+@pytest.mark.parametrize("name,phrase,holds", ARITHMETIC, ids=[f"{n}:{p[:40]}" for n, p, _ in ARITHMETIC])
+def test_every_claim_of_the_formulas_fails_where_a_formula_or_figure_changes(name, phrase, holds,
+                                                                             monkeypatch):
+    assert holds(RESULTS, MANIFEST)
+    falls = []
+    for change in FORMULA_CHANGES.values():
+        with monkeypatch.context() as mp:
+            change(mp)
+            falls.append(not holds(RESULTS, MANIFEST))
+    assert any(falls), phrase

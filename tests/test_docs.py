@@ -13,7 +13,7 @@ import pytest
 import dis
 
 import bindings
-from bindings import BINDINGS, CLAIMS, MARKERS, STRUCTURAL
+from bindings import ARITHMETIC, BINDINGS, CLAIMS, MARKERS, STRUCTURAL
 from conftest import EXP
 
 ROOT = EXP.parent.parent
@@ -56,7 +56,8 @@ def test_no_number_in_the_prose_is_unbound(name):
     assert loose == [], f"{name}: numbers that no phrase binds"
 
 
-@pytest.mark.parametrize("name,phrase,holds", CLAIMS, ids=[f"{n}:{p[:40]}" for n, p, _ in CLAIMS])
+@pytest.mark.parametrize("name,phrase,holds", CLAIMS + ARITHMETIC,
+                         ids=[f"{n}:{p[:40]}" for n, p, _ in CLAIMS + ARITHMETIC])
 def test_every_quantitative_word_is_true_of_the_committed_run(name, phrase, holds):
     assert phrase in " ".join(doc_text(name).split()), f"{name}: {phrase!r} is not in the text"
     assert holds(RESULTS, MANIFEST), f"{name}: {phrase!r} is not true of the committed run"
