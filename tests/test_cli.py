@@ -391,3 +391,21 @@ def test_import_has_no_side_effects(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(PERF.parent)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout == "ok\n" and proc.stderr == "" and list(tmp_path.iterdir()) == []
+
+
+def test_workers_that_ran_other_blas_threads_than_the_parent_are_warned_of():
+    res = {"threads": {"blas_threads": 2, "asked": 2, "asked_by": "default"},
+           "hardware": {"physical_cores": 2, "logical_cpus": 2},
+           "worker_processes": [{"blas_threads": 2}, {"blas_threads": 2}]}
+    assert perf.threads_warning(res) is None
+    res["worker_processes"][1]["blas_threads"] = 1
+    assert perf.threads_warning(res) == "the workers ran 1 BLAS threads, the parent 2"
+
+
+def test_a_value_json_cannot_hold_fails_the_run_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(perf, "run_lab", lambda args, argv: perf.to_json({"x": math.nan}))
+    assert perf.main(["--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("perf.py: error: the run made a value JSON cannot hold (Out of range")
+    assert err.endswith("; nothing written\n") and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []

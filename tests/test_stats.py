@@ -260,7 +260,7 @@ def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_r
         "DRAM": {"capacity_bytes": None, "bytes": 64 << 10, "shared": True, "half_bytes": 0}}}
     assert perf.time_ceilings({**tiny, "time_pi": True}, 1e-4)["matmul"]
     untimed = perf.time_ceilings({**tiny, "time_pi": False}, 1e-4)
-    assert not untimed["matmul"] and untimed["copy"]["DRAM"]["1thread"]
+    assert untimed["matmul"] is None and untimed["copy"]["DRAM"]["1thread"]
     # Combined without pi: Phase 1's pi and beta take the measured's place, as points, and the
     # ridge is a point; the copies' levels stay this run's.
     levels = {"L2": [(20, None)] * 5, "L3": [(40, 44)] * 5, "DRAM": [(20, 30)] * 5}

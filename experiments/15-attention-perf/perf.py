@@ -6,10 +6,10 @@ roofline.png (Block D) here, or into --out. On the lab's laptop: `OMP_NUM_THREAD
 perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A.
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
+Part I, the lab (Blocks A to F in the lab's order): its code uses no name of Part II, the
 harness, which calls it and hands it what it measured: the machine, a worker's watch (the canary),
 which samples feed, the verdict, the ops taken apart, the ceilings, the workers, a run (run_lab),
---compare, the command line. Where to look (the places named, each question's two stretches):
+--compare, the command line. Where to look, question by question:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
   section after it (watched_samples, watched, after_sample, measuring, mark_samples);
@@ -75,9 +75,9 @@ class UsageError(Exception):
 
 
 # ==============================================================================================
-# PART I — THE LAB, Blocks A to F in the lab's order. Each Block reads like the lab a learner
-# writes, statistics included. What the harness decides (which samples feed a figure) comes in as
-# an argument; nothing here names Part II.
+# PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness
+# decides (which samples feed a figure) comes in as an argument, and Block E reads the records the
+# harness makes (its banner says which); no name here is Part II's.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -590,7 +590,7 @@ def draw_roofs(ax, res, xs):
     handles = ax.plot(xs, np.minimum(pi, beta * xs), color="black", lw=2,
                       label=f"roof: beta = {beta:.1f} GB/s ({src}),\n  pi = {pi:.1f} GFLOPS{mm}"
                       + "".join(f"\n  ({n})" for n in notes))
-    if c["source"] == "measured":  # Phase 1's beta and pi: points, no band
+    if c["source"] == "measured":  # this run's repeats: beta's band (Phase 1's: a point, none)
         handles.append(ax.fill_between(xs, np.minimum(pi, lo * xs), np.minimum(pi, hi * xs),
                                        color="0.85", lw=0, zorder=0, label=(
             f"beta's interval, this run's repeats ({c['beta_peak_interval_coverage']:.0%} "
@@ -967,7 +967,8 @@ def blas_info():
 
 def thread_record(flag, hardware):
     """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
-    imposed (None: as the environment set them) and that ran; the BLAS libraries seen."""
+    imposed (None: as the environment set them), and that ran in this process, the parent (each
+    worker records its own: threads_warning compares); the BLAS libraries seen."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
         imposed, asked, asked_by = flag, flag, "flag: --threads"
@@ -985,7 +986,7 @@ def thread_record(flag, hardware):
 
 
 def threads_warning(results):
-    """One line when the BLAS threads that ran are not those asked for or not one per core."""
+    """One line where the BLAS threads that ran are not those asked, one a core, the workers'."""
     threads, hardware = results["threads"], results["hardware"]
     ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
     if ran is None:
@@ -998,6 +999,8 @@ def threads_warning(results):
         parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
                      "share a core; " * (ran > cores) + "the lab asks for one thread per core "
                      "(--threads or OMP_NUM_THREADS)")
+    if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
+        parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
     return "; ".join(parts) or None
 
 
@@ -1297,8 +1300,7 @@ def make_check(value, limit, reason, remedy, do, basis=None):
 
 
 def others_by_name(start, end):
-    """Other processes' CPU use while the workers ran, by name, in CPUs, busiest first: what each
-    used between the two snapshots, or all it used if it started in between."""
+    """Others' CPUs while the workers ran, by name, busiest first (if started between: all used)."""
     wall, by_name = end["perf_s"] - start["perf_s"], {}
     for pid, (name, secs, created) in end["procs"].items():
         was = start["procs"].get(pid)
@@ -1589,7 +1591,8 @@ def matmul_rates(n, reps, min_time):
 
 def copy_levels(hardware, dram_bytes=None):
     """Each level's copy working set (both buffers): half of each data cache (machine_facts, cpu0),
-    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that."""
+    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that; all
+    at most COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1602,7 +1605,7 @@ def copy_levels(hardware, dram_bytes=None):
 
 
 CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
-CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul, and of the other levels' copies
+CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
     "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
     "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 
@@ -1632,8 +1635,8 @@ def time_ceilings(spec, min_time):
             halves = [b[:lv["half_bytes"] // 8] for b in buffers]
             out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
         buffers = halves = None  # freed before the next level's are made: one at a time
-    return {**out, "matmul": spec["time_pi"] and matmul_rates(spec["matmul_n"], spec["reps"],
-                                                              min_time)}
+    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)
+            if spec["time_pi"] else None}
 
 
 def rate_estimate(runs, key):
@@ -1700,8 +1703,7 @@ HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forwa
 
 
 def worker_timeout(task):
-    """Seconds after which a worker is hung (killed; the run fails): HANG_RATIO times the sampling
-    its task asks for, at least WORKER_TIMEOUT_S."""
+    """A worker's hang (killed; the run fails): HANG_RATIO x its sampling, >= WORKER_TIMEOUT_S."""
     sample_s = [max(task["min_time"], sum(f for f, _ in op_cost(T, task["d_model"], task[
         "n_heads"]).values()) / (HANG_GFLOPS * 1e9)) for T in task["T_sweep"]]
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["rounds"] * sum(sample_s))
@@ -1721,19 +1723,16 @@ def worker_job(task):
 
 def worker_entry():
     """`perf.py --worker`: a task (JSON) on stdin, its result alone on stdout; bad task: exit 2."""
+    task = None
     try:
         task = json.loads(sys.stdin.read())
         if not isinstance(task, dict):
             raise ValueError("not a JSON object")
-    except ValueError as e:  # a JSONDecodeError too
-        print(f"perf.py --worker: bad task: {e}", file=sys.stderr)
-        return 2
-    try:
         sys.stdout.write(json.dumps(worker_job(task)))
-    except KeyError as e:  # a key make_plan writes, missing: the task fails where it is read
-        if e.args[0] in task:
-            raise
-        print(f"perf.py --worker: bad task: no {e}", file=sys.stderr)
+    except (ValueError, KeyError) as e:  # not a task, or one without a key the job reads: bad
+        if isinstance(task, dict) and (isinstance(e, ValueError) or e.args[0] in task):
+            raise  # the job's fault (but a key its own dicts lack is named as the task's)
+        print(f"perf.py --worker: bad task: {'no ' * isinstance(e, KeyError)}{e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
         return 130
@@ -1745,8 +1744,7 @@ class RunError(Exception):
 
 
 def spawn_one(task, in_process, timeout):
-    """One task in a fresh `perf.py --worker` process (or here: --in-process); on any exception
-    (Ctrl-C too) the worker is killed and reaped first."""
+    """A task in a fresh `perf.py --worker` (--in-process: here), killed and reaped on any error."""
     if in_process:
         return worker_job(task)
     env = dict(os.environ)
@@ -1828,8 +1826,8 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
 
 
 def refuse_early(args, plan):
-    """Refuse before measuring a run larger than the memory (this process and the largest worker;
-    the largest T that fits named) or an --out that takes no file."""
+    """Refuse before measuring a run the memory cannot hold (the largest T that fits named), or an
+    --out that takes no file."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
     if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
@@ -1866,8 +1864,11 @@ def run_config(args, plan, threads):
             "model": "causal MHA, heads as a leading axis, no biases, float32"}
 
 
-def to_json(obj):  # NaN is not JSON: a run that made one fails here, before any file is written
-    return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
+def to_json(obj):  # a NaN or an infinity (not JSON) fails the run here, before any file is written
+    try:
+        return (json.dumps(obj, indent=2, allow_nan=False) + "\n").encode()
+    except ValueError as e:
+        raise RunError(f"the run made a value JSON cannot hold ({e})") from None
 
 
 def write_atomically(out_dir, files):
@@ -1939,8 +1940,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
 
 
 def run_lab(args, argv):
-    """A run of the lab, step by step in the order the data flows (Part I's Blocks B to F, the
-    harness around them); all files written at once."""
+    """A run, step by step in the order the data flows (Blocks B to F, the harness around)."""
     run_t0, hardware = time.perf_counter(), machine_facts(cpufreq_settings())
     threads, blas = thread_record(args.threads, hardware)
     given = phase1_ceilings(args)
