@@ -178,7 +178,8 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(platform, "processor",
                         lambda: "Intel64 Family 6 Model 142 Stepping 10, GenuineIntel")
     real = psutil.cpu_times
-    monkeypatch.setattr(psutil, "cpu_times", lambda: WindowsTimes(*real()[:2], real().idle, 0.0, 0.0))
+    monkeypatch.setattr(psutil, "cpu_times", lambda: (lambda t: WindowsTimes(  # this host's, as Windows
+        t.user, t.system, t.idle, 0.0, 0.0))(real()))  # names them: no nice, steal or iowait
     # psutil on Windows counts every page fault of a process (num_page_faults): 100 a reading
     faults, rss, real_info = itertools.count(0, 100), psutil.Process().memory_info().rss, \
         psutil.Process.memory_info
