@@ -133,7 +133,7 @@ def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
     assert v["checks"]["clock_drop"]["basis"] == "cpufreq"
     assert "2900 MHz on average in the first counted worker and 2175 MHz in the last (speed -25%)" \
         in reasons(v)[0]
-    assert v["failed"][0]["do"] == "AC power, performance governor"
+    assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"
     assert "sudo cpupower frequency-set -g performance" in v["failed"][0]["remedy"]
     steady = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [worker(MHz=[2900])] * 3))
     assert steady["verdict"] == "quiet"
@@ -149,7 +149,7 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     assert v["checks"]["clock_drop"]["basis"] == "canary"
     assert "took 40.0 us (compute) in the first counted worker and 50.0 in the last" in \
         reasons(v)[0]
-    assert v["failed"][0]["do"] == "AC power, performance governor"  # a laptop, perhaps
+    assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"  # a laptop, perhaps
     # On a VM the canary cannot tell the clock from the shared host: the host's remedy.
     vm = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, worker(), last], True))
     assert vm["failed"][0]["remedy"].startswith("on a VM the canary cannot tell the clock")
@@ -159,7 +159,7 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     # cpufreq's MHz are the clock's own: a VM that reads them keeps the laptop's remedy.
     mhz = [worker(MHz=[2900]), worker(MHz=[2175])]
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, mhz, True))["failed"][0]["do"] == \
-        "AC power, performance governor"
+        "performance governor (laptop: AC), or rerun later"
     # A slow episode in the last worker that its fastest quarter escapes is not a sustained fall.
     episode = worker(compute_us=(40, 40, 60, 60))
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \

@@ -76,8 +76,8 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness
-# decides (which samples feed a figure) comes in as an argument, and Block E reads the records the
-# harness makes (its banner says which); no name here is Part II's.
+# decides (which samples feed a figure) comes in as an argument; Block E reads the records it makes
+# (its banner says which), Block C's footer what it wrote in results.json; no name is Part II's.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -87,9 +87,9 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, its function, both forwards below), Block
-# D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it joins FUSED), tests/' by-hand
-# checks (test_model, test_costs, synthetic.py's TIMES_MS), the committed run; all else reads them.
+# The ops. A sixth op touches this Block (these tuples, joining FUSED or PROJECTIONS, its function,
+# both forwards), Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it fuses),
+# tests/' by-hand checks (test_model, test_costs, synthetic.py's TIMES_MS), the committed run.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -582,7 +582,7 @@ def draw_roofs(ax, res, xs):
               "   slower than a larger level's"
               for n, lv in c["levels"].items() if lv.get("slower_than_larger")]
     if c["source"] == "measured" and not dram["past_llc"]:
-        notes.append("DRAM copy not past the L3: " + ("--quick" if res["config"]["quick"]
+        notes.append("DRAM copy not past the largest cache: " + ("--quick" if res["config"]["quick"]
                                                      else f"capped at {dram['bytes'] >> 20} MiB"))
     src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
            "cli": "--roofline"}[c["source"]]
@@ -671,7 +671,7 @@ def plot_roofline(res):
     caches = f"; a cache level's of {min(reps)} repeats" if reps else ""  # none known: DRAM alone
     low = footer(fig, res, "rings", "roofs: " + (
         f"beta and pi the {100 * res['estimators']['ceiling_quantile']:.0f}th percentile of "
-        f"{c['beta_repeats']} and {c['pi_repeats']} repeats, each >= "
+        f"{c['beta_repeats']} and {c['pi_repeats']} repeats pooled as independent, each >= "
         f"{res['config']['min_time_s'] * 1e3:g} ms{caches}" if c["source"] == "measured"
         else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
@@ -1362,7 +1362,7 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
         drop, basis, what = None, None, ""
     laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
               "performance governor (sudo cpupower frequency-set -g performance), then rerun; on "
-              "a shared machine, rerun later", "AC power, performance governor")
+              "a shared machine, rerun later", "performance governor (laptop: AC), or rerun later")
     host = basis == "canary" and virtualized
     why = "the clock fell" if basis == "cpufreq" else "the later canary readings ran slower"
     remedy = ("on a VM the canary cannot tell the clock from a busier host: rerun later, and set "
@@ -1450,8 +1450,8 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 # ----------------------------------------------------------------------------------------------
 # The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call in cache and a copy of the pass's bytes (copy_buffers: the ceilings' copies use it
-# too): controlled comparisons of what each costs, never inputs to the figures they test.
+# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers: the
+# ceilings' copies use it too): comparisons of what each costs, never inputs to the figures.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
 CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
@@ -2056,7 +2056,7 @@ def compare_facts(a, b, T):
 
 def state_signals(a, b, facts):
     """Why the two machines differed: the machine facts that differ, and each disturbed run's
-    reasons. None: nothing compared says so, and the differences may be the code's."""
+    reasons. []: nothing compared says so, and the differences may be the code's."""
     v = lambda x: f"{x:.2f}" if isinstance(x, float) else x  # noqa: E731
     return [f"{f['fact']}: {v(f['a'])} in A, {v(f['b'])} in B" for f in facts
             if f["machine_fact"] and f["differs"]] + [
