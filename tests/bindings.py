@@ -175,12 +175,6 @@ def DRIFT(r, m, f):
     return float(np.corrcoef(rank([x["started"] for x in runs]), rank([f(x) for x in runs]))[0, 1])
 
 
-def POSITION(r, m):
-    """Where the committed run started among the thirteen: 1 for the first."""
-    started = min(w["started"] for w in r["worker_processes"])
-    return 1 + sum(x["started"] < started for x in RUNS(r, m))
-
-
 # ----------------------------------------------------------------------------------------------
 # What the answers compare across the runs (x: one run's summary)
 
@@ -322,14 +316,13 @@ LAB = [
     ("the softmax is memory-bound at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs", N),
     ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
-    *CLASSES_SAID,
     ("| intensity (FLOP/byte) | {} |", lambda r, m: " | ".join(num(op(r, T, "scores")["intensity"], 2) for T in TS)),
     class_row("memory-bound in", "memory"), class_row("near the ridge in", "near_ridge"),
     class_row("compute-bound in", "compute"),
     ("d_k/2 = {} for T", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("The runs' ridges, **{}**,", lambda r, m: spread(r, m, lambda x: x["ridge"], 2)),
     ("lay below d_k/2 in **{}**:", lambda r, m: n_runs(r, m, BELOW)),
-    ("thresholds T = **{}**.", THRESHOLDS()),
+    ("thresholds T = **{}**, at the ridge", THRESHOLDS()),
     ("π stayed within ×**{}**,", lambda r, m: at_most(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
     ("β ranged over ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
     ("(**{}** GB/s), and the ridge", BETA_RANGE),
@@ -341,7 +334,7 @@ LAB = [
     ("the softmax ran at **{} %** of its memory roofline", SM_RANGE),
     ("across the **{}** runs: under", N),
     ("under the lab's 10 % in **{}** of them", UNDER_10),
-    ("**: **{} %**, under 10 %", LEVEL_RANGE),
+    ("point estimate): **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**. This run's", LEVEL_UNDER_10),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(SM(r)["GFLOPS"], 2)),
     ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
@@ -365,6 +358,8 @@ LAB = [
     ("float64's took **{}** times as long", lambda r, m: num(EXP_PRECISION(r)["float64_over_float32"], 1)),
     ("The lab counts **{} MB** at", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("add up to **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
+    ("arrays fit in the **{}** at every T, so", LEVEL_NAME),
+    ("L3, from T = **{}** (predicted)", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     # question 3
     ("would move **{}** times fewer bytes", BYTES_SAVED),
     ("rising from **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
@@ -372,13 +367,8 @@ LAB = [
     ("past the ridge in **{}** of", PAST_RIDGE),
     # expected observations
     ("dominate*: held in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][0])),
-    ("(this run's: projections {} %,", lambda r, m: pct(OBS(r, 0)["projections_share"])),
-    ("T² ops {} %)", lambda r, m: pct(OBS(r, 0)["T2_ops_share"])),
     ("outlasted both projections in **{}**", lambda r, m: n_runs(r, m, SOFTMAX_OUTLASTS)),
-    ("(this run's: **{} ms** against", lambda r, m: ms(op(r, 64, "softmax")["time_s"])),
-    ("against **{} ms**).", lambda r, m: ms(sum(op(r, 64, k)["time_s"] for k in PROJ))),
-    ("ops dominate*: held in **{}** (this", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][1])),
-    ("(this run's: {} %).", lambda r, m: pct(OBS(r, 1)["T2_ops_share"])),
+    ("ops dominate*: held in **{}**.", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][1])),
     ("smallest op*: held in **{}**.", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][2])),
     # findings
     ("**Scores costs ×{} av at T = 512**", lambda r, m: spread(r, m, GAP, 2).replace("** to **", " to ×")),
@@ -390,20 +380,14 @@ LAB = [
     ("against ×**{}** on all threads", lambda r, m: spread(r, m, lambda x: THREAD_GAP(x, "all_threads_s"), 2)),
     ("**Process to process.** In **{}** of", lambda r, m: n_runs(r, m, PROCESSES_DIFFER)),
     ("some op of {} % of the forward", lambda r, m: pct(MATERIAL_SHARE, 0)),
-    ("(this run: **{}** op and T pairs)", lambda r, m: count(sum(
-        o["between_process_rsd"] > o["within_process_rsd"] for x in r["sweep"] for o in x["ops"].values()
-        if o["time_share"] >= MATERIAL_SHARE))),
     ("from T = 256 on, in **{}** of the runs", lambda r, m: n_runs(r, m, FAULTS_FROM_256)),
     ("took ×**{}** as long", lambda r, m: spread(r, m, DEFAULT_HEAP, 2)),
     # the thirteen runs
-    ("within **{}** s of the previous", lambda r, m: at_most(max(GAPS(r, m)), 1)),
-    ("this run started **{}**th.", lambda r, m: str(POSITION(r, m))),
     ("**{}** of the runs called themselves quiet", QUIET),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
-    ("and the forward at T = 512 from **{}** ms, the", FWD_RANGE),
-    ("the slowest being run **{}** in start order", lambda r, m: (lambda runs: str(1 + runs.index(max(runs, key=FWD))))(RUNS(r, m))),
-    ("near one in size: **{}**. A run's", lambda r, m: "** and **".join(
+    ("and the forward at T = 512 from **{}** ms; their", FWD_RANGE),
+    ("near one in size): **{}**. A run's", lambda r, m: "** and **".join(
         f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
     ("interval at T = 512 held **{}** of the other", HELD),
     ("of the other **{}** runs' times", RERUN_COUNT),
@@ -414,7 +398,8 @@ LAB = [
     ("for at least **{}** ms; each", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("each T takes **{}** samples", lambda r, m: str(r["config"]["samples_per_T"])),
     ("samples from **{}** fresh processes", lambda r, m: WORDS[r["config"]["workers"]]),
-    ("less any left out (this run: **{}**)", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
+    ("less any left out (this run: **{}**;", lambda r, m: WORDS[len(r["canary"]["left_out"])]),
+    ("across the runs **{}**)", lambda r, m: range_of([x["left_out"] for x in RUNS(r, m)], 0)),
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
     ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
@@ -615,9 +600,12 @@ CLAIMS = [
     # findings
     (LABR, "In every run, part is the scaling pass", lambda r, m: EVERY(r, m, SCALE_PART)),
     (LABR, "and part the threads", lambda r, m: EVERY(r, m, THREADS_PART)),
+    (LABR, "which speed av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
+    (LABR, "so all three columns time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
+    (LABR, "past it a T was still near the ridge in some runs", lambda r, m: SOME(r, m, lambda x: any(
+        BOUND(x, "scores", T) == "near_ridge" for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),
     (LABR, "the forward page-faults from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
     # the thirteen runs
-    (LABR, "Each run started within", ONE_AFTER_ANOTHER),
     (LABR, "no cpufreq, so no `performance` governor",
      lambda r, m: r["conditions"]["unknown"] == ["governor_or_turbo_changed"]
      and r["hardware"]["cpu_governor_at_run"] == "unavailable"),
@@ -664,8 +652,8 @@ CLAIMS = [
 
     (REFL, "it turned out to be the largest op at every length I tried",
      lambda r, m: EVERY(r, m, lambda x: set(x["dominant_op_per_T"].values()) == {"softmax"})),
-    (REFL, "At every length they cost about what the same calls cost running in the cache, and copying their bytes was "
-     "the smaller part", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and BYTES_BEHIND(x))),
+    (REFL, "At every length they cost about what the same calls cost running in the cache, and copying their bytes "
+     "cost less", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and BYTES_BEHIND(x))),
     (REFL, "passes, timed apart, came to most of the softmax's own time at every length",
      lambda r, m: EVERY(r, m, PASSES_MOST)),
     (REFL, "the bytes I had expected to dominate never caught up with the work", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
@@ -699,16 +687,7 @@ FLASH_SHARE = lambda r, m: (lambda d, h: perf.call_bytes(512, d, h, {"f": perf.F
     perf.op_cost(512, d, h)[k][1] for k in perf.FUSED))(*DH(r))
 
 
-def RIDGE_WIDENS(r, m):
-    """The ridge's interval, from π's and β's, is wider where β's repeats spread wider."""
-    width = lambda b: (lambda lo, hi: hi / lo)(*perf.with_ridge({  # noqa: E731
-        "beta_peak_GBps": 30, "beta_peak_interval": b, "pi_peak_GFLOPS": 200, "pi_peak_interval": [190, 210]})[
-        "ridge_interval"])
-    return width([25, 35]) > width([29, 31])
-
-
 ARITHMETIC = [
-    (LABR, "so does the spread of β's repeats", RIDGE_WIDENS),
     (LABR, "above d_k/2: scores and av memory-bound against DRAM at every T", LAPTOP_ABOVE),
     (SOL, "above 8, so expect no threshold there", LAPTOP_ABOVE),
     (SOL, "add up to several times those bytes", lambda r, m: 3 <= PASS_BYTES(r, m) < 10),

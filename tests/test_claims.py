@@ -82,6 +82,7 @@ MUTATIONS = {
     "exp most of the passes": passes(lambda e: e["passes"]["exp"].update(
         ns_per_element=e["passes_ns_per_element"])),
     "the fused op short of the ridge": each_rerun(lambda x: x.update(phase_27_past_ridge=False)),
+    "the softmax's arrays past the caches": each_rerun(lambda x: x["softmax_at_T_512"].update(level="DRAM")),
     "the projections lead at T = 64": each_rerun(lambda x: (x.update(
         expected_observations_held=[True, True, True]), x["time_s"]["64"].update(softmax=0.0))),
     "the smallest op the softmax": each_rerun(lambda x: x.update(expected_observations_held=[False, True, False])),
@@ -146,8 +147,6 @@ def counts_every_array_the_passes_touch(mp):
 FORMULA_CHANGES = {
     "a laptop of twice the bandwidth": lambda mp: mp.setattr(
         perf, "LAB_LAPTOP", {**perf.LAB_LAPTOP, "beta_GBps": [30, 38]}),
-    "a ridge of one width": lambda mp: mp.setattr(
-        perf, "with_ridge", lambda c: {**c, "ridge_interval": [1.0, 2.0]}),
     "the lab's byte count the passes' own": counts_every_array_the_passes_touch,
     "Flash Attention writing S and A": lambda mp: mp.setattr(
         perf, "FLASH_ARRAYS", perf.FLASH_ARRAYS + ("S", "A")),
