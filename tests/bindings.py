@@ -603,7 +603,7 @@ CLAIMS = [
     (LABR, "which speed av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
     (LABR, "so all three columns time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
     (LABR, "past it a T was still near the ridge in some runs", lambda r, m: SOME(r, m, lambda x: any(
-        BOUND(x, "scores", T) == "near_ridge" for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),
+        IN_CLASS(x, T, "near_ridge") for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),
     (LABR, "the forward page-faults from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
     # the thirteen runs
     (LABR, "no cpufreq, so no `performance` governor",

@@ -171,6 +171,11 @@ def text_boxes(fig):
                     and t.get_text().strip()]
 
 
+def overlap(a, b):
+    """How far two boxes overlap, the lesser of the two axes (pixels; <= 0: apart)."""
+    return min(min(a.x1, b.x1) - max(a.x0, b.x0), min(a.y1, b.y1) - max(a.y0, b.y0))
+
+
 @pytest.mark.parametrize("plot", [perf.plot_perf, perf.plot_roofline])
 def test_no_text_covers_another_or_leaves_the_figure(res, plot):
     fig = figure_of(plot, res)
@@ -179,8 +184,7 @@ def test_no_text_covers_another_or_leaves_the_figure(res, plot):
         assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= W + 1 and b.y1 <= H + 1, text
     for i, (t1, b1) in enumerate(boxes):
         for t2, b2 in boxes[i + 1:]:
-            overlap = min(b1.x1, b2.x1) - max(b1.x0, b2.x0), min(b1.y1, b2.y1) - max(b1.y0, b2.y0)
-            assert min(overlap) <= 1, f"{t1!r} overlaps {t2!r}"
+            assert overlap(b1, b2) <= 1, f"{t1!r} overlaps {t2!r}"
 
 
 def test_no_label_of_the_bars_hides_under_the_inset(res, request):
@@ -196,9 +200,7 @@ def test_no_label_of_the_bars_hides_under_the_inset(res, request):
         for inset in ax.child_axes:
             box = inset.get_tightbbox(r)  # its ticks, labels and title included
             for t in ax.texts:
-                b = t.get_window_extent(r)
-                overlap = min(b.x1, box.x1) - max(b.x0, box.x0), min(b.y1, box.y1) - max(b.y0, box.y0)
-                assert min(overlap) <= 1, f"{t.get_text()!r} under the inset"
+                assert overlap(t.get_window_extent(r), box) <= 1, f"{t.get_text()!r} under the inset"
 
 
 def png_size(path):
