@@ -405,7 +405,7 @@ LAB = [
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
     ("(this run's: **{}**) of a 128 MiB", CEILING_REPEATS),
     ("of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
-    ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"]) if "matmul" in C(r) else "?"),
+    ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"]) if C(r)["source"] == "measured" else "?"),
 ]
 
 TOP = [

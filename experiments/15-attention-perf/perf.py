@@ -627,7 +627,7 @@ def draw_points(ax, res):
                                    linewidths=1.6, zorder=4), op))
     rings = tuple(ax.scatter([], [], s=(RING_FIRST * RING_STEP**i)**2, facecolors="none",
                              edgecolors="0.3") for i in range(len(res["sweep"])))
-    if "matmul" in res["ceilings"]:  # pi timed by this run (Phase 1's: no matmul to mark)
+    if res["ceilings"]["source"] == "measured":  # pi timed by this run (Phase 1's: no matmul)
         ax.scatter(res["ceilings"]["matmul"]["intensity"], res["ceilings"]["pi_peak_GFLOPS"],
                    marker="P", s=90, color="0.3", zorder=5)
     ring_key = (rings, "ring size: T = " + ", ".join(str(r["T"]) for r in res["sweep"]))
@@ -642,7 +642,7 @@ def plot_roofline(res):
     pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
     pts += [(c["ridge"], c["pi_peak_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
             (flash["intensity"], flash["roof_GFLOPS"])]  # the ridge's point: pi in range
-    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] if "matmul" in c else []  # pi's +
+    pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] if c["source"] == "measured" else []
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
