@@ -7,21 +7,20 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order): its code uses no name of Part II, the
-harness, which calls it and hands it what it measured: the machine, a worker's watch (the canary),
-which samples feed, the verdict, the ops taken apart, the ceilings, the workers, a run (run_lab),
---compare, the command line. Where to look, question by question:
+harness, which calls it and hands it what it measured: the machine, quiet or disturbed (a worker's
+watch, which samples feed, the verdict), the ceilings, the ops taken apart, the workers, a run
+(run_lab), --compare, the command line. Where to look, question by question:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
-  sample_forwards; Block B's banner lists a sample's fields), and a worker's watch with the
-  section after it (watched_samples, watched, after_sample, measuring, mark_samples);
-- time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it
-  (set_aside, slow_processes, DEFINITIONS, pool_row);
+  sample_forwards; Block B's banner lists a sample's fields), and the watch that opens "Quiet or
+  disturbed" (watched_samples, watched, after_sample, measuring, mark_samples);
+- time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it,
+  "Quiet or disturbed"'s middle (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
-- quiet or disturbed: a worker's watch, which samples feed and the verdict, one stretch (judge_run
-  at its end), and run_lab (the span machine_watched wraps; judge_processes, judge_run);
-- beta and pi: the ceilings, between the ops taken apart (copy_buffers) and the workers (who and
-  when: make_plan, worker_job), one stretch (combine_ceilings), and Block B (run_for: a repeat;
-  quantile_estimate: its interval).
+- quiet or disturbed: its section, from the watch to the verdict (judge_run), and run_lab, which
+  calls judge_processes and judge_run;
+- beta and pi: the ceilings' section (copy_buffers to combine_ceilings), whose repeats are Block
+  B's (run_for: a repeat; quantile_estimate: its interval).
 """
 
 import argparse
@@ -867,7 +866,7 @@ def make_manifest(results):
 # ----------------------------------------------------------------------------------------------
 # The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (tests simulate
 # machines), elsewhere via psutil, numpy, sysctl (macOS) or platform (Windows). What the machine
-# did during the run is the verdict's section. What a platform cannot tell is None.
+# did during the run is in "Quiet or disturbed". What a platform cannot tell is None.
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -1005,11 +1004,13 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# A worker's watch on its samples (watched_samples hands it to Block B's take_samples): the canary,
-# a small fixed workload, read between every two batches (watched); after each sample, the timers'
-# cost, and in a one-thread round its repeat (after_sample); page faults, cpufreq's MHz, preemptions
-# (machine_around, watched_samples); the conditions it measures under (measuring: the heap, the
-# BLAS threads, gc). Block B's banner lists a sample's fields.
+# Quiet or disturbed, the whole of it, as the data flows: (1) what a worker watches as it samples,
+# (2) which samples and processes the canary keeps for the figures, (3) the verdict. From outside:
+# the machine's record (cores, hypervisor flag), the BLAS threads that ran, Block E's windows.
+# (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
+# workload read between every two batches (watched); after each sample, the timers' cost and, in
+# a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz, preemptions
+# (machine_around, watched_samples); the conditions it measures in (measuring: heap, threads, gc).
 
 def make_canary():
     """The canary: one thread computing (exp over 64 KiB) and the BLAS (a 128² matmul, on the
@@ -1138,10 +1139,9 @@ def measuring(task):
     record.update(ended=time.time(), cpu_s=time.process_time())
 
 
-# ----------------------------------------------------------------------------------------------
-# Which samples and processes feed the figures (the parent): a sample the canary read slow before
-# and after is set aside (mark_samples, set_aside), a process it read slow nearly all its life left
-# out (slow_processes); pool_row pools the rest into Block B's statistic, as DEFINITIONS says.
+# (2) Which samples and processes feed the figures (run_lab: judge_processes, then pool_sweep): a
+# sample the canary read slow around is set aside (mark_samples, set_aside), a process it read slow
+# nearly all its life left out (slow_processes); pool_row pools the rest as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part
@@ -1234,9 +1234,9 @@ def pool_sweep(Ts, counted, default_heap_worker):
     return rows(counted), rows([default_heap_worker])
 
 
-# ----------------------------------------------------------------------------------------------
-# The run's verdict (judge_run says from what): checks, each a value against a limit, ok True,
-# False or None (not made); "quiet" if none failed, else "disturbed", with reasons and remedies.
+# (3) The verdict (run_lab calls judge_run last; its docstring says from what): checks, each a
+# value against a limit, ok True, False or None (not made); "quiet" if none failed, else
+# "disturbed", with reasons and remedies; beside them a finding, the threads' help (not a check).
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1449,86 +1449,14 @@ def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_ou
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers: the
-# ceilings' copies use it too): comparisons of what each costs, never inputs to the figures.
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
-
-
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones are (against 4K aliasing, assumed)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
-
-
-def scores_steps(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
-    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
-    scale = math.sqrt(Q.shape[1] // h)
-    P = Qh @ KhT
-    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
-
-
-def softmax_passes(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
-
-
-def calls_at(T, task, mha):
-    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]  # its times: unused
-    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
-    del made  # the forward's other arrays, freed before the passes make theirs
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", step): call for step, call in steps.items()}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
 # The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's kernels.
 # Who: the first CEILING_WORKERS warm workers (ceiling_plan; make_plan, below, hands them its spec);
 # when: last in such a worker (worker_job, below: after its samples and calls_at); how: pi's
 # matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
-# shared levels' on every logical CPU too), between copy_buffers (the section above). A repeat:
-# one run_for batch (Block B). A ceiling (combine_ceilings): the CEILING_QUANTILE of its repeats
-# pooled over the counted workers (else all the warm ones), with quantile_estimate's interval
-# (Block B), or Phase 1's number in its place.
+# shared levels' on every logical CPU too), between copy_buffers, each cache's copy sized from the
+# machine's record of cpu0's caches (copy_levels). A repeat: one run_for batch (Block B). A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over the counted workers (else all
+# the warm ones), with quantile_estimate's interval (Block B), or Phase 1's number in its place.
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1562,6 +1490,15 @@ COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), not 4 KiB apart as back-to-back ones are (against 4K aliasing, assumed)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
@@ -1687,6 +1624,69 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
     return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
                 "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
                 "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
+
+
+# ----------------------------------------------------------------------------------------------
+# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
+# same call on the rows of S that fit in cache and a copy of as many bytes (the ceilings'
+# copy_buffers): comparisons of what each costs, never inputs to the figures.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
+
+
+def scores_steps(Q, K, h):
+    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
+    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
+    scale = math.sqrt(Q.shape[1] // h)
+    P = Qh @ KhT
+    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
+
+
+def softmax_passes(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def calls_at(T, task, mha):
+    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]  # its times: unused
+    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
+    del made  # the forward's other arrays, freed before the passes make theirs
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    fns = {("scores", step): call for step, call in steps.items()}
+    for p in PASSES:
+        n_floats = n_bytes[f"softmax/{p}"] // 8
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
