@@ -1006,7 +1006,7 @@ def threads_warning(results):
 # ----------------------------------------------------------------------------------------------
 # Quiet or disturbed, the whole of it, as the data flows: (1) what a worker watches as it samples,
 # (2) which samples and processes the canary keeps for the figures, (3) the verdict. From outside:
-# the machine's record (cores, hypervisor flag), the BLAS threads that ran, Block E's windows.
+# the machine's record (cores, hypervisor flag) and the BLAS threads that ran.
 # (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
 # workload read between every two batches (watched); after each sample, the timers' cost and, in
 # a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz, preemptions
@@ -1236,7 +1236,7 @@ def pool_sweep(Ts, counted, default_heap_worker):
 
 # (3) The verdict (run_lab calls judge_run last; its docstring says from what): checks, each a
 # value against a limit, ok True, False or None (not made); "quiet" if none failed, else
-# "disturbed", with reasons and remedies; beside them a finding, the threads' help (not a check).
+# "disturbed", with reasons and remedies; after it a finding beside the verdict, the threads' help.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
@@ -1411,9 +1411,25 @@ def verdict_from(checks):
             "unknown": [n for n, ch in checks.items() if ch["ok"] is None]}
 
 
+def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows):
+    """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
+    steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
+    changed under the run (the clock; the canary's rules). From: load, own_cpu_s (machine_watched);
+    hardware's physical cores and hypervisor flag (machine_facts), cpufreq at start and end
+    (cpufreq_settings); the warm workers' preemptions, sampling time, canary readings (the watch);
+    left_out, counted (judge_processes); rows (pool_row); the BLAS threads that ran."""
+    spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
+    other_procs = others_by_name(*load)
+    return {**verdict_from({
+        **interference_checks(*load, own_cpu_s, spare, warm_workers, other_procs),
+        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
+                       hardware["virtualized"]),
+        **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5]}
+
+
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av at the largest T with a window (threading_windows)? A finding,
-    not a disturbance; one thread advised only if it was faster in the same windows."""
+    """Do the BLAS threads help av at the largest T with a window (Block E's threading_windows)?
+    Beside the verdict (run_lab adds it); one thread advised only if faster in the same windows."""
     window = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = window["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
@@ -1429,23 +1445,6 @@ def cooperation_finding(windows, threads_ran):
                 "scores and av move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
-
-
-def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows, windows):
-    """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
-    steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
-    changed under the run (the clock; the canary's rules). A finding: the threads' help. From: load,
-    own_cpu_s (machine_watched); hardware's physical cores, hypervisor flag, cpufreq at start and
-    end (machine_facts, cpufreq_settings); the warm workers' preemptions, sampling time, canary
-    readings (a worker's watch); left_out, counted (judge_processes); rows (pool_row)."""
-    spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
-    other_procs = others_by_name(*load)
-    return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, warm_workers, other_procs),
-        **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
-                       hardware["virtualized"]),
-        **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5],
-        "findings": {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1959,7 +1958,8 @@ def run_lab(args, argv):
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
     cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, warm_workers, counted,
-                     left_out, rows, windows)
+                     left_out, rows)
+    cond["findings"] = {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}
     results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)
