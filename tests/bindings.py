@@ -179,7 +179,7 @@ def DRIFT(r, m, f):
 # What the answers compare across the runs (x: one run's summary)
 
 BOUND = lambda x, k, T: x["dram_bound"][k][TS.index(T)]  # noqa: E731
-SM_RATIO = lambda x: x["softmax_at_T_512"]["ratio_to_memory_ceiling"]  # noqa: E731  against β
+SM_RATIO = lambda x: x["softmax_at_T_512"]["ratio_to_memory_roof"]  # noqa: E731  against β
 SM_1T = lambda x: x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"]  # noqa: E731
 FWD = lambda x: x["forward_s"]["512"]  # noqa: E731
 BELOW = lambda x: x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"]  # noqa: E731
@@ -273,7 +273,7 @@ RERUN_COUNT = lambda r, m: count(len(RERUNS))  # noqa: E731
 SOFTMAX_MEMORY = lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))  # noqa: E731
 SM_RANGE = lambda r, m: spread(r, m, SM_RATIO, 1, 100)  # noqa: E731
 UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)  # noqa: E731
-SM_LEVEL = lambda x: x["softmax_at_T_512"]["ratio_to_level_ceiling"]  # noqa: E731  the roof of its cache
+SM_LEVEL = lambda x: x["softmax_at_T_512"]["ratio_to_level_roof"]  # noqa: E731  the roof of its cache
 LEVEL_RANGE = lambda r, m: spread(r, m, SM_LEVEL, 1, 100)  # noqa: E731
 LEVEL_NAME = lambda r, m: "/".join(sorted({x["softmax_at_T_512"]["level"] for x in RUNS(r, m)}))  # noqa: E731
 LEVEL_UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_LEVEL(x) < 0.1)  # noqa: E731
@@ -337,8 +337,8 @@ LAB = [
     ("point estimate): **{} %**, under 10 %", LEVEL_RANGE),
     ("under 10 % in **{}**. This run's", LEVEL_UNDER_10),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(SM(r)["GFLOPS"], 2)),
-    ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_ceiling"])),
-    ("%** of **{}** (β", lambda r, m: num(SM(r)["memory_ceiling_GFLOPS"], 1)),
+    ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_roof"])),
+    ("%** of **{}** (β", lambda r, m: num(SM(r)["memory_roof_GFLOPS"], 1)),
     ("(β = **{}** GB/s,", lambda r, m: num(C(r)["beta_peak_GBps"], 1)),
     ("GB/s, **{}** threads copying", lambda r, m: str(C(r)["copy_threads"])),
     ("threads copying **{}** MiB", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
@@ -497,7 +497,7 @@ SOLUTION = [
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("more than {} % from the first worker it keeps", lambda r, m: pct(r["conditions"]["checks"]["clock_drop"]["limit"], 0)),
     ("interval of at least {} % coverage", lambda r, m: EST(r, "confidence")),
-    ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["batch_slow_ratio"])),
+    ("ran over {} times its own process's reference", lambda r, m: str(r["canary"]["sample_slow_ratio"])),
     ("every T when its canary ran over {} times", lambda r, m: str(r["canary"]["process_slow_ratio"])),
     ("past {} at any T it calls", lambda r, m: SHARE_WORDS.get(r["canary"]["set_aside_limit"], "?")),
     ("more than {} of a T's samples", lambda r, m: SHARE_WORDS.get(r["canary"]["set_aside_limit"], "?")),
@@ -544,7 +544,7 @@ EXP_AVX512 = lambda r: (r["hardware"]["numpy_softmax_kernels"]["exp"] in  # noqa
                         r["hardware"]["numpy_dispatch_supported"]  # dispatched, and an AVX-512 one
                         and r["hardware"]["numpy_softmax_kernels"]["exp"].startswith(("X86_V4", "AVX512")))
 SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same code: perf.code_digest
-    x["perf_py_code_digest"] == m["perf_py_code_digest"] for x in RUNS(r, m))
+    x["perf_py_code_digest"] == perf.code_digest((LAB_DIR / "perf.py").read_text()) for x in RUNS(r, m))
 SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["dram_bound"]["scores"] == x["dram_bound"]["av"]) and all(  # noqa
     op(r, a, "scores")["intensity"] < op(r, b, "scores")["intensity"] for a, b in zip(TS, TS[1:]))
 RIDGE_FOLLOWS_BETA = lambda r, m: BETA_RIDGE_RANKS(r, m) <= -0.5  # noqa: E731  the ridge, π / β, falls as β rises
@@ -684,7 +684,7 @@ LAPTOP_ABOVE = lambda r, m: (lambda d, h: perf.on_lab_laptop(d, h)["ridge_range"
 PASS_BYTES = lambda r, m: (lambda d, h: sum(perf.call_bytes(512, d, h)[f"softmax/{p}"] for p in perf.PASSES)  # noqa
                            / perf.op_cost(512, d, h)["softmax"][1])(*DH(r))
 FLASH_SHARE = lambda r, m: (lambda d, h: perf.call_bytes(512, d, h, {"f": perf.FLASH_ARRAYS})["f"] / sum(  # noqa
-    perf.op_cost(512, d, h)[k][1] for k in perf.FUSED))(*DH(r))
+    perf.op_cost(512, d, h)[k][1] for k in perf.T2_OPS))(*DH(r))
 
 
 ARITHMETIC = [

@@ -101,8 +101,8 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
     reference = {"compute": 40e-6, "blas": 60e-6}
     fast, spike = dict(reference), {"compute": 120e-6, "blas": 60e-6}
     slow = {"compute": 80e-6, "blas": 60e-6}
-    batches = [{"canary_pair": [fast, spike]}, {"canary_pair": [spike, fast]},
-               {"canary_pair": [slow, slow]}]
+    batches = [{"canary_around": [fast, spike]}, {"canary_around": [spike, fast]},
+               {"canary_around": [slow, slow]}]
     perf.mark_samples({"by_T": {"64": {"samples": batches[:2], "one_thread": batches[2:]}}},
                       reference)
     # One slow reading beside a fast one: the faster of the two counts, per part.
@@ -113,11 +113,11 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
 
 
 def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
-    # A batch is judged on BATCH_PART alone (set by hand: the BLAS part's reading may move with
+    # A batch is judged on SAMPLE_PART alone (set by hand: the BLAS part's reading may move with
     # the T just run): twice its reference on both sides, the compute part fast, it stays.
     reference = {"compute": 40e-6, "blas": 60e-6}
     after_blas = {"compute": 41e-6, "blas": 120e-6}
-    batch = {"canary_pair": [after_blas, after_blas]}
+    batch = {"canary_around": [after_blas, after_blas]}
     perf.mark_samples({"by_T": {"64": {"samples": [batch], "one_thread": []}}}, reference)
     assert batch["canary_ratio"] == 41 / 40 and not perf.set_aside(batch)
 

@@ -102,7 +102,7 @@ MUTATIONS = {
     "processes alike": processes_alike,
     "a small softmax at T = 64": each_rerun(lambda x: x["time_share"]["64"].update(softmax=0.1)),
     "the two roofs swapped": each_rerun(lambda x: x["softmax_at_T_512"].update(
-        ratio_to_memory_ceiling=2 * x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"])),
+        ratio_to_memory_roof=2 * x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"])),
     "the default heap as fast": each_rerun(lambda x: x["default_heap"]["512"].update(forward_s=x["forward_s"]["512"])),
     "eleven reruns": lambda r, m, runs: runs.pop(),
     "no process left out": lambda r, m, runs: [r["canary"].update(left_out={})] + [

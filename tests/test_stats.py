@@ -73,9 +73,9 @@ def test_a_sample_is_its_forwards_mean_per_op_with_the_canary_s_pair_around_it(m
     x, mha, mask = np.ones((64, 64), np.float32), perf.init_mha(), perf.causal_mask(64)
     canary = perf.make_canary()
     s = perf.sample_forwards(x, mha, mask, 0.01, lambda fn, t: perf.watched(fn, t, canary))
-    assert set(s) == set(perf.OPS) | {"n", "canary_pair"}
+    assert set(s) == set(perf.OPS) | {"n", "canary_around"}
     # The canary was read before the sample and after it, never during: its last reading.
-    assert s["canary_pair"] == canary["readings"][-2:] and len(canary["readings"]) == 2
+    assert s["canary_around"] == canary["readings"][-2:] and len(canary["readings"]) == 2
     # Per op, one forward's seconds, the mean over the batch's forwards (three forwards that took
     # 1, 2 and 6 s an op: 3 s), and their count.
     given = iter([dict.fromkeys(perf.OPS + ("total",), t) for t in (1.0, 2.0, 6.0)])
@@ -173,7 +173,7 @@ def test_threading_windows_by_hand():
     # Two workers pool their windows.
     assert perf.threading_windows([256], [worker(p), worker(p)])[0]["pairs"] == 4
     # A pair one of whose samples the harness did not keep is no window: the 3 ms one goes.
-    [kept] = perf.threading_windows([256], [worker(p)], keep=lambda s: s["av"] != 0.003)
+    [kept] = perf.threading_windows([256], [worker(p)], kept=lambda s: s["av"] != 0.003)
     assert kept["pairs"] == 1 and kept["threads_over_one"]["av"] == pytest.approx(0.5)
 
 
@@ -274,6 +274,11 @@ def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_r
         == [None] * 4  # no repeats of this run's stand behind Phase 1's numbers
     assert c["ridge"] == pytest.approx(250 / 15) and c["ridge_interval"] == [250 / 15] * 2
     assert c["levels"]["DRAM"]["GBps_1thread"] == 20 and c["levels"]["DRAM"]["GBps"] == 30
+    # A cache's roof is set against the DRAM roof the run draws and places by: Phase 1's beta. An
+    # L3 copy within 10 % of this run's DRAM copy (33 <= 1.1 x 30) stands 2.2x above Phase 1's 15.
+    flat = perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in copy_workers(
+        {**levels, "L3": [(31, 33)] * 5}, [29] * 5)], [], {**SPEC, "time_pi": False}, given)
+    assert flat["levels"]["L3"]["same_roof_as_DRAM"] is False
 
 
 def mixture_median(share, slow, sigma):

@@ -6,21 +6,21 @@ roofline.png (Block D) here, or into --out. On the lab's laptop: `OMP_NUM_THREAD
 perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A.
 The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I, the lab (Blocks A to F in the lab's order): its code uses no name of Part II, the
-harness, which calls it and hands it what it measured: the machine, quiet or disturbed (a worker's
-watch, which samples feed, the verdict), the ceilings, the ops taken apart, the workers, a run
-(run_lab), --compare, the command line. Where to look, question by question:
+Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
+harness, which calls it and hands it what it measured as records (Part I reads their keys): the
+machine, quiet or disturbed (the watch, which samples feed, the verdict), the ceilings, the ops
+taken apart, the workers, a run (run_lab), --compare, the command line. Where to look:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
-  sample_forwards; Block B's banner lists a sample's fields), and the watch that opens "Quiet or
-  disturbed" (watched_samples, watched, after_sample, measuring, mark_samples);
+  sample_forwards; Block B's banner lists a sample's fields), and "Quiet or disturbed"'s first
+  part, the watch (watched_samples, watched, after_sample, measuring), and mark_samples after it;
 - time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it,
   "Quiet or disturbed"'s middle (set_aside, slow_processes, DEFINITIONS, pool_row);
-- the ops: Block A (OPS, FUSED, PROJECTIONS, their functions, both forwards), and Block D's
+- the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: its section, from the watch to the verdict (judge_run), and run_lab, which
   calls judge_processes and judge_run;
-- beta and pi: the ceilings' section (copy_buffers to combine_ceilings), whose repeats are Block
-  B's (run_for: a repeat; quantile_estimate: its interval).
+- beta and pi: the ceilings' section (Phase 1's, if given: read_ceilings; else timed: copy_buffers
+  to combine_ceilings), whose repeats are Block B's (run_for; quantile_estimate: the interval).
 """
 
 import argparse
@@ -86,11 +86,11 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, joining FUSED or PROJECTIONS, its function,
+# The ops. A sixth op touches this Block (these tuples, joining T2_OPS or PROJECTIONS, its function,
 # both forwards), Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it fuses),
 # tests/' by-hand checks (test_model, test_costs, synthetic.py's TIMES_MS), the committed run.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
-FUSED = ("scores", "softmax", "av")  # what Flash Attention fuses (S to out_h): the T² ops
+T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
 
 
@@ -165,12 +165,11 @@ def attention_forward(x, mha, mask=None):
     return out_proj(O, mha)
 
 
-def attention_forward_timed(x, mha, mask=None, return_arrays=False):
-    """attention_forward with time.perf_counter_ns() around the ops: seconds per op of one
-    forward, in the lab's dict (OPS, and total: the ops' sum by construction, so nothing else reads
-    it). numpy is eager: each result exists when its call returns. Six stamps, before, between and
-    after the five ops; the dict made after the last.
-    return_arrays: also the forward's arrays by name (the ops taken apart, Part II, use them)."""
+def attention_forward_timed(x, mha, mask=None):
+    """attention_forward with time.perf_counter_ns() around the ops (numpy is eager: a result
+    exists when its call returns): seconds per op of one forward in the lab's dict (OPS, and total,
+    the ops' sum by construction: the lab's key, which nothing else reads); made after the last
+    stamp."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -187,7 +186,7 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
     stamps = (t0, t1, t2, t3, t4, t5)  # op k of OPS runs from stamps[k] to stamps[k + 1]
     times = {k: (b - a) * 1e-9 for k, (a, b) in zip(OPS, zip(stamps, stamps[1:]), strict=True)}
     times["total"] = (t5 - t0) * 1e-9
-    return (times, dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out)) if return_arrays else times
+    return times
 
 
 # ----------------------------------------------------------------------------------------------
@@ -197,10 +196,10 @@ def attention_forward_timed(x, mha, mask=None, return_arrays=False):
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
 # the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
 # OPS, one forward's seconds (its forwards' sum / n), and n. A worker's watch (Part II) adds
-# canary_pair, the canary's last reading before the batch and its first after it (watched), and on
-# one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
-# decides if it feeds the figures (mark_samples). A warm worker: one of every T a round. A worker
-# samples with gc off, its BLAS threads fixed and, warm, its heap kept (measuring, Part II).
+# canary_around, the canary's last reading before the batch and its first after it (watched), and
+# on one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
+# decides if it feeds the figures (mark_samples). A round: one sample of every T (interleave) or of
+# one. A worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -224,11 +223,10 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
-    """One process's samples: `rounds` of every T, each T after one untimed forward (the warm-up);
-    a round takes every T in a rotating order, meant to spread a slow episode over every T
-    (else each T in turn). The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a
-    context around each sample, `after_each(i, (x, mha, mask), record)` after sample i of a T.
-    {str(T): {"samples": [...]}}."""
+    """One process's samples: `rounds` of every T, each T after one untimed forward; a round takes
+    every T in a rotating order, meant to spread a slow episode over every T (else each T in turn).
+    The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a context around each
+    sample, `after_each(i, (x, mha, mask), record)` after sample i of a T. {str(T): {"samples"}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
@@ -238,7 +236,7 @@ def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after
     for i, T in schedule:  # i: the sample's round, its index among its T's
         (x, mask), rec = inputs[T], out[T]
         if not rec["samples"]:
-            attention_forward(x, mha, mask)  # warm-up: first-touch faults, BLAS threads
+            attention_forward(x, mha, mask)  # untimed (meant to take first-touch faults, wake BLAS)
         with around(rec):
             rec["samples"].append(sample_forwards(x, mha, mask, min_time, run_batch))
         if after_each:
@@ -271,15 +269,11 @@ def quantile_estimate(values, key, q=0.5):
             f"{key}_interval_coverage": cover}
 
 
-def process_estimate(times):
-    """A process's estimate of an op: the PROCESS_QUANTILE of its times (noise assumed to add)."""
-    return float(np.percentile(times, 100 * PROCESS_QUANTILE))
-
-
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s, the median of their process_estimate, its interval; both spreads; mean, SD."""
-    each = [process_estimate(times) for times in by_process]
+    time_s, the median of the processes' estimates, its interval; both spreads; mean, SD."""
+    # A process's estimate: the PROCESS_QUANTILE of its times (assumed: noise only adds).
+    each = [float(np.percentile(times, 100 * PROCESS_QUANTILE)) for times in by_process]
     pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
@@ -294,6 +288,12 @@ def pool_T(T, feeding):
     ops = {k: summarize([[s[k] for s in samples] for samples in feeding.values()]) for k in OPS}
     return {"T": T, "ops": ops, "forward_s": sum(ops[op]["time_s"] for op in OPS),
             "processes": list(feeding)}
+
+
+def time_s_said(over, q=PROCESS_QUANTILE):
+    """time_s's rule in words, as results.json's definitions and the pictures' footers say it."""
+    return f"the median over {over} of each one's {100 * q:.0f}th percentile of its samples the " \
+        "canary kept"
 
 
 def entry_at(entries, T):
@@ -366,12 +366,12 @@ def footer(fig, res, marks, protocol):
     lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * (hw['virtualized'] or 0)}) "
              f"| BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
-             f"{marks}: each op's time_s, the median over {processes_feeding(res)} of this "
-             f"run's {cfg['workers']} warm worker processes (its interval covers them only) of "
-             f"each one's {100 * est['process_quantile']:.0f}th percentile of its samples the "
-             f"canary kept ({cfg['samples_per_T']} per T in all, each >= "
+             f"{marks}: each op's time_s, " + time_s_said(
+                 f"{processes_feeding(res)} of this run's {cfg['workers']} warm worker processes "
+                 "(its interval covers them only)", est["process_quantile"])
+             + f" ({cfg['samples_per_T']} per T in all, each >= "
              f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary's "
-             f"{res['canary']['batch_part']} part over {res['canary']['batch_slow_ratio']}x its "
+             f"{res['canary']['sample_part']} part over {res['canary']['sample_slow_ratio']}x its "
              "process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
@@ -430,8 +430,11 @@ def plot_perf(res):
     small = [r for r in rows if r["forward_s"] < 0.15 * max(q["forward_s"] for q in rows)]
     small = small if len(small) < len(rows) else []  # read in an inset, not on the flat bars
     labels = stack_bars(ax, rows, default_heap, dominant, {r["T"] for r in rows if r not in small})
-    if small:
-        inset = ax.inset_axes([0.13, 0.42, 0.16 + 0.2 * len(small), 0.45])
+    if small:  # it ends before the first bar whose label (0.3 of the scale up) reaches its floor
+        tall = [i for i, r in enumerate(rows) if 1e3 * max(r["forward_s"], default_heap.get(
+            r["T"], r)["forward_s"]) > 0.3 * ax.get_ylim()[1]] + [len(rows)]  # xlim: -0.5, n-0.4
+        width = min(0.16 + 0.2 * len(small), (tall[0] + 0.1) / (len(rows) + 0.1) - 0.13)
+        inset = ax.inset_axes([0.13, 0.42, width, 0.45])
         labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5)
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
@@ -486,7 +489,7 @@ def forward_arrays(T, d_model, n_heads):
 
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
-    each byte term an array the lab counts: a projection's input and weight (not its output), a T²
+    each byte term an array of its formulas: a projection's input and weight (not its output), a T²
     op's inputs and output; none of the temporaries naive numpy makes."""
     arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
     d_k = d // h
@@ -500,7 +503,7 @@ def op_cost(T, d_model, n_heads):
 
 
 # The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
-# each counted once: the call's array bytes (not a measured traffic).
+# each once: the call's array bytes (not a measured traffic).
 CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -521,7 +524,7 @@ def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
 
 
 working_set = functools.partial(call_bytes, table=OP_ARRAYS)
-FLASH_ARRAYS = ("Q", "K", "V", "O")  # the FUSED ops as one, S and A never written (Phase 27)
+FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written (Phase 27)
 
 
 def with_ridge(ceilings):
@@ -549,7 +552,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
                  dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
                  time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
                  working_set_bytes=ws[op], level=level,
-                 level_ceiling_GFLOPS=min(pi, level_beta * I),
+                 level_roof_GFLOPS=min(pi, level_beta * I),
                  level_bound="memory" if I < pi / level_beta else "compute")
 
 
@@ -580,7 +583,7 @@ def draw_roofs(ax, res, xs):
     notes += [f"no {n} roof: its {lv['bytes'] >> 10} KiB copy ran at {lv['GBps']:.0f} GB/s,\n"
               "   slower than a larger level's"
               for n, lv in c["levels"].items() if lv.get("slower_than_larger")]
-    if c["source"] == "measured" and not dram["past_llc"]:
+    if c["source"] == "measured" and dram["past_llc"] is False:
         notes.append("DRAM copy not past the largest cache: " + ("--quick" if res["config"]["quick"]
                                                      else f"capped at {dram['bytes'] >> 20} MiB"))
     src = {"measured": f"{dram['bytes'] >> 20} MiB working set", "phase1": "Phase 1",
@@ -649,7 +652,7 @@ def plot_roofline(res):
     points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
     entries = points + [
         (ax.scatter(meas["intensity"], meas["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"{' + '.join(FUSED)} at T={pv['T']}, measured (the lab's bytes): I = "
+         f"{' + '.join(T2_OPS)} at T={pv['T']}, measured (the lab's bytes): I = "
          f"{meas['intensity']:.2f}")] + roofs + [
         (ax.scatter(flash["intensity"], flash["roof_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
@@ -690,7 +693,7 @@ def threshold_T(d_k, ridge, b):
 
 def thresholds(d_k, ridge):
     """Block E's threshold T of scores and av at the ridge: by the lab's formula, its inequality."""
-    return {"d_k": d_k, "from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
+    return {"from_intensity_formula": {  # T d_k / (4 d_k + 2T) > I_crit; None: no T
                 "T_threshold": threshold_T(d_k, ridge, 2), "asymptotic_intensity": d_k / 2},
             "from_inequality_as_written": {  # T d_k > 4 (d_k + T) I_crit
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
@@ -713,23 +716,23 @@ def expected_observations(rows):
     """The lab's three expected observations (Block C), each held or not, with its numbers."""
     shares = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
     proj = lambda T: sum(shares[T][op] for op in PROJECTIONS)  # noqa: E731
-    smallest = {str(T): min(OPS, key=lambda op: s[op]) for T, s in shares.items()}
-    t2 = lambda T: sum(shares[T][op] for op in FUSED)  # noqa: E731
+    smallest = {str(T): min(OPS, key=share.get) for T, share in shares.items()}
+    t2 = lambda T: sum(shares[T][op] for op in T2_OPS)  # noqa: E731
     return [{"claim": claim, "held": held, "projections_share": proj(T), "T2_ops_share": t2(T)}
             for claim, held, T in (
                 (f"At T={min(shares)} the projections ({' + '.join(PROJECTIONS)}) dominate",
                  proj(min(shares)) > 0.5, min(shares)),
-                (f"At T={max(shares)} the T^2 ops ({', '.join(FUSED)}) dominate",
+                (f"At T={max(shares)} the T^2 ops ({', '.join(T2_OPS)}) dominate",
                  t2(max(shares)) > 0.5, max(shares)))] + [
         {"claim": "softmax is never the smallest component",
          "held": "softmax" not in smallest.values(),
-         "softmax_share_per_T": {str(T): s["softmax"] for T, s in shares.items()}}]
+         "softmax_share_per_T": {str(T): share["softmax"] for T, share in shares.items()}}]
 
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
-    """The FUSED ops as one op: the same FLOPs; measured, the lab's bytes of each of them;
+    """The T² ops (T2_OPS) as one: the same FLOPs; measured, the lab's bytes of each of them;
     S and A never written, far fewer bytes, and the roof there (pi or beta x I; not measured)."""
-    fused = [row["ops"][op] for op in FUSED]
+    fused = [row["ops"][op] for op in T2_OPS]
     flops, nbytes, seconds = (sum(o[k] for o in fused) for k in ("flops", "bytes", "time_s"))
     flash = call_bytes(row["T"], d_model, n_heads, {"flash": FLASH_ARRAYS})["flash"]
     roof = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
@@ -747,23 +750,23 @@ def softmax_against_roofs(row, ceilings):
     sm = row["ops"]["softmax"]
     roof = lambda beta: beta * sm["intensity"]  # noqa: E731
     return {"T": row["T"], **{k: sm[k] for k in ("GFLOPS", "intensity", "level",
-                                                  "working_set_bytes", "level_ceiling_GFLOPS")},
-            "memory_ceiling_GFLOPS": roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_memory_ceiling": sm["GFLOPS"] / roof(ceilings["beta_peak_GBps"]),
+                                                  "working_set_bytes", "level_roof_GFLOPS")},
+            "memory_roof_GFLOPS": roof(ceilings["beta_peak_GBps"]),
+            "ratio_to_memory_roof": sm["GFLOPS"] / roof(ceilings["beta_peak_GBps"]),
             "ratio_to_1thread_dram_copy":
                 sm["GFLOPS"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
-            "ratio_to_level_ceiling": sm["GFLOPS"] / sm["level_ceiling_GFLOPS"]}
+            "ratio_to_level_roof": sm["GFLOPS"] / sm["level_roof_GFLOPS"]}
 
 
-def threading_windows(Ts, counted, keep=lambda sample: True):
+def threading_windows(Ts, counted, kept=lambda sample: True):
     """Per T, each one-thread sample against the all-thread sample just before it (between: a
-    canary reading, page faults and MHz read, the timer pairs), pairs whose samples `keep` both:
+    canary reading, page faults and MHz read, the timer pairs), pairs whose samples are both `kept`:
     per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
                    for on_one in rec.get("one_thread", [])
-                   if keep(on_all := rec["samples"][on_one["follows"]]) and keep(on_one)]
+                   if kept(on_all := rec["samples"][on_one["follows"]]) and kept(on_one)]
         median = lambda f: {k: float(np.median([f(a[k], o[k]) for a, o in matched]))  # noqa
                             for k in OPS}
         if matched:  # none kept (the canary set them aside; one BLAS thread: none made): no window
@@ -900,13 +903,12 @@ def cpu_identity(cpuinfo):
 
 
 def numpy_simd():
-    """The SIMD features numpy detects here, its baseline, the dispatch targets this CPU supports,
+    """The SIMD features numpy detects here, the dispatch targets this CPU supports,
     and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
     umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
     found = umath.__cpu_features__
     info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
     return {"simd_flags": [f for f, on in found.items() if on],
-            "numpy_baseline": list(umath.__cpu_baseline__),
             "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
             "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
                 "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
@@ -914,7 +916,7 @@ def numpy_simd():
 
 def page_faults():
     """Page faults of this process so far, or None where the OS does not count them."""
-    if resource is not None:  # Linux, macOS: minor faults, the ones a reused heap avoids
+    if resource is not None:  # Linux, macOS: minor faults (a reused heap should avoid them)
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     return getattr(psutil.Process().memory_info(), "num_page_faults", None)  # Windows: all faults
 
@@ -952,7 +954,6 @@ def machine_facts(freq):
         **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
         "smt": physical and logical > physical, "caches": caches,
         "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86 says
-        "memory_GiB": round(psutil.virtual_memory().total / 2**30, 1),
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
         "cpufreq_at_start": freq, "unavailable": unavailable}
@@ -1004,18 +1005,17 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# Quiet or disturbed, the whole of it, as the data flows: (1) what a worker watches as it samples,
-# (2) which samples and processes the canary keeps for the figures, (3) the verdict. From outside:
-# the machine's record (cores, hypervisor flag) and the BLAS threads that ran.
+# Quiet or disturbed, all the verdict reads, as the data flows: (1) the watch, (2) which samples and
+# processes feed the figures, (3) the verdict. From outside: the machine's record (cores, hypervisor
+# flag), the BLAS threads that ran. Beside it, not in it: threads_warning's and report's warnings.
 # (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
 # workload read between every two batches (watched); after each sample, the timers' cost and, in
 # a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz, preemptions
 # (machine_around, watched_samples); the conditions it measures in (measuring: heap, threads, gc).
 
 def make_canary():
-    """The canary: one thread computing (exp over 64 KiB) and the BLAS (a 128² matmul, on the
-    threads it picks), each timed after one untimed call. `read`: {part: seconds}; `last`,
-    `readings`: what it read."""
+    """The canary: one thread computing (exp over 64 KiB), the BLAS (a 128² matmul, its threads),
+    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
@@ -1033,14 +1033,14 @@ def make_canary():
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) on `blas_threads` between two canary readings: (calls, seconds, {"canary_pair":
+    """run_for(fn) on `blas_threads` between two canary readings: (calls, seconds, {"canary_around":
     [before, after]}); the after is the next batch's before (a warm-up or timer pairs between)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
     canary["last"] = canary["read"]()
     canary["readings"].append(canary["last"])
-    return n, seconds, {"canary_pair": [before, canary["last"]]}
+    return n, seconds, {"canary_around": [before, canary["last"]]}
 
 
 TIMER_PAIR_SHARE = 1 / 24  # pairs for this share of a sample's forwards: a timed, an untimed
@@ -1113,7 +1113,7 @@ def watched_samples(task, mha):
             "preempted": None if switches is None else preemptions() - switches}
 
 
-def keep_heap():
+def warm_heap():
     """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
     No mallopt: the workers run on the default heap, and heap.mode says so."""
     mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
@@ -1126,17 +1126,17 @@ def keep_heap():
 @contextlib.contextmanager
 def measuring(task):
     """A worker's conditions while it measures: its heap kept (warm), its BLAS threads fixed, gc off
-    (a collection would be timed as an op). Its record: heap, then blas_threads, ended, cpu_s."""
-    record = {"heap": keep_heap() if task["heap_mode"] == "warm" else {
+    (a collection inside a batch would be timed). Its record: heap, blas_threads, ended, cpu_s."""
+    worker = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
         "mode": "default", "control": "the allocator's defaults"}}
     with threadpool_limits(task["threads_imposed"], user_api="blas"):
         gc.disable()
         try:
-            yield record
+            yield worker
         finally:
             gc.enable()
-        record["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
-    record.update(ended=time.time(), cpu_s=time.process_time())
+        worker["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
+    worker.update(ended=time.time(), cpu_s=time.process_time())
 
 
 # (2) Which samples and processes feed the figures (run_lab: judge_processes, then pool_sweep): a
@@ -1144,9 +1144,9 @@ def measuring(task):
 # nearly all its life left out (slow_processes); pool_row pools the rest as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-BATCH_PART = "compute"    # the canary part a batch is judged on (set by hand: the BLAS part
+SAMPLE_PART = "compute"   # the canary part a sample is judged on (set by hand: the BLAS part
                           # judges whole processes only)
-BATCH_SLOW = 1.25         # a sample is set aside when BATCH_PART took this x its reference
+SAMPLE_SLOW = 1.25        # a sample is set aside when SAMPLE_PART took this x its reference
 PROCESS_SLOW = 1.6        # a warm process is left out when a part's reference is this x others'
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
 
@@ -1157,17 +1157,17 @@ def canary_quantile(readings, q):
 
 
 def mark_samples(worker, reference):
-    """Each sample of a worker (one-thread ones too) gets canary_ratio: BATCH_PART at the faster of
+    """Each sample of a worker (one-thread ones too) gets canary_ratio: SAMPLE_PART at the faster of
     its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
     for sample in (s for rec in worker["by_T"].values()
                    for s in rec["samples"] + rec.get("one_thread", [])):
-        before, after = sample["canary_pair"]
-        sample["canary_ratio"] = min(before[BATCH_PART], after[BATCH_PART]) / reference[BATCH_PART]
+        sample["canary_ratio"] = min(reading[SAMPLE_PART] / reference[SAMPLE_PART]
+                                     for reading in sample["canary_around"])  # before, after
 
 
 def set_aside(sample):
     """A sample the canary sets aside from the figures (canary_ratio: mark_samples'); else kept."""
-    return sample["canary_ratio"] > BATCH_SLOW
+    return sample["canary_ratio"] > SAMPLE_SLOW
 
 
 def slow_processes(warm_workers):
@@ -1195,12 +1195,10 @@ def judge_processes(dflt, warm_workers):
 
 
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": "the median over this run's warm worker processes of each one's "
-    f"{100 * PROCESS_QUANTILE:.0f}th percentile of its samples the canary kept (its part "
-    "canary.batch_part, at the faster of its readings before and after the sample, at most "
-    "canary.batch_slow_ratio x the process's reference); "
-    "the processes in canary.left_out, and at a T any that kept none there, feed none; where the "
-    "canary kept no sample at a T, all their samples (figures_from says)",
+    "time_s": time_s_said("this run's warm worker processes") + " (its part canary.sample_part, at "
+    "the faster of its readings before and after the sample, at most canary.sample_slow_ratio x "
+    "the process's reference); the processes in canary.left_out, and at a T any that kept none "
+    "there, feed none; where the canary kept no sample at a T, all their samples (figures_from)",
     "time_s_interval": "a distribution-free interval of that median with a coverage of "
     f"at least {CONFIDENCE:.0%} (too few processes: their whole range; time_s_interval_coverage "
     "says which), over this run's processes only: a run minutes later can fall outside it"}
@@ -1212,13 +1210,13 @@ def pool_row(T, records):
     samples = [s for rec in records for s in rec["samples"]]
     faults = [rec["faults"] for rec in records]
     pair_ratios = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
-    aside = [s for s in samples if set_aside(s)]
-    kept_by = {rec["label"]: [s for s in rec["samples"] if not set_aside(s)] for rec in records}
-    feeding = {k: kept for k, kept in kept_by.items() if kept} or {
-        rec["label"]: rec["samples"] for rec in records}
+    aside, kept_by = [], {}  # kept_by: the processes that kept any, their kept samples
+    for rec in records:
+        for sample in rec["samples"]:
+            (aside if set_aside(sample) else kept_by.setdefault(rec["label"], [])).append(sample)
+    feeding = kept_by or {rec["label"]: rec["samples"] for rec in records}
     return {**pool_T(T, feeding), "sample_count": len(samples), "processes_sampled": len(records),
-            "samples_set_aside": len(aside),
-            "figures_from": "kept samples" if any(kept_by.values()) else
+            "samples_set_aside": len(aside), "figures_from": "kept samples" if kept_by else
             "all samples: the canary kept none",
             "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
             if aside else None, "page_faults_per_forward": None if None in faults else
@@ -1380,18 +1378,18 @@ def canary_checks(rows, warm_workers, left_out):
     half or more of the warm processes left out with both parts slow."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
-    n = len(warm_workers)
+    n_warm = len(warm_workers)
     both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_PARTS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
-                aside, SET_ASIDE_LIMIT, f"the canary's {BATCH_PART} part ran slow around "
+                aside, SET_ASIDE_LIMIT, f"the canary's {SAMPLE_PART} part ran slow around "
                 f"{100 * aside:.0f}% of the {what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)"
                 ": too few samples of the machine's fast side remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
             "slow_process": make_check(
-                len(both) if n > 1 else None, (n - 1) // 2,
-                f"{len(both)} of the {n} warm processes ran both canary parts slow (over "
+                len(both) if n_warm > 1 else None, (n_warm - 1) // 2,
+                f"{len(both)} of the {n_warm} warm processes ran both canary parts slow (over "
                 f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
                 "the machine ran slow for a long stretch, or these processes sat in a slow state "
@@ -1414,9 +1412,9 @@ def verdict_from(checks):
 def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows):
     """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
-    changed under the run (the clock; the canary's rules). From: load, own_cpu_s (machine_watched);
-    hardware's physical cores and hypervisor flag (machine_facts), cpufreq at start and end
-    (cpufreq_settings); the warm workers' preemptions, sampling time, canary readings (the watch);
+    changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
+    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); the warm
+    workers' preemptions and sampling time, the counted ones' MHz and canary readings (the watch);
     left_out, counted (judge_processes); rows (pool_row); the BLAS threads that ran."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
@@ -1501,15 +1499,16 @@ def copy_buffers(nbytes):
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count
-    (a write-allocate's read not counted); on more threads, each a slice (numpy frees the GIL)."""
+    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
+    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
         copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
             (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
         copy()  # untimed: first touch of both buffers, threads started
-        return [8 * N * n / s / 1e9 for n, s in (run_for(copy, min_time) for _ in range(reps))]
+        repeats = [run_for(copy, min_time) for _ in range(reps)]
+    return [8 * N * calls / secs / 1e9 for calls, secs in repeats]
 
 
 def matmul_cost(n):
@@ -1521,8 +1520,8 @@ def matmul_rates(n, reps, min_time):
     """pi's kernel timed: GFLOPS of `reps` repeats."""
     a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
     a @ b
-    return [matmul_cost(n)[0] * k / s / 1e9 for k, s in (run_for(lambda: a @ b, min_time)
-                                                         for _ in range(reps))]
+    repeats = [run_for(lambda: a @ b, min_time) for _ in range(reps)]
+    return [matmul_cost(n)[0] * calls / secs / 1e9 for calls, secs in repeats]
 
 
 def copy_levels(hardware, dram_bytes=None):
@@ -1537,7 +1536,7 @@ def copy_levels(hardware, dram_bytes=None):
                      "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
     dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
     return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
-                              "past_llc": dram > llc, "half_bytes": dram // 2}}
+                              "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
 
 
 CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
@@ -1592,10 +1591,9 @@ def copy_estimate(runs):
 
 
 def combine_ceilings(counted, warm_workers, spec, given=None):
-    """The ceilings a run uses, from the counted workers' repeats (judge_processes kept them; none
-    timed any: all the warm ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU),
-    small copies slower than larger; beta and pi (*_peak_*, Phase 1's names: the fast side of the
-    repeats), or Phase 1's when given."""
+    """The ceilings a run uses, from the counted workers' repeats (none timed any: all the warm
+    ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than
+    larger; beta and pi (*_peak_*, Phase 1's names: the repeats' fast side), or Phase 1's, given."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1604,12 +1602,13 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
     half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
     same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
     dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    beta = given["beta_peak_GBps"] if given else dram["GBps"]  # the DRAM roof drawn and used
     for name, lv in levels.items():
         if name != "DRAM":
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
-                lv["GBps"] <= (1 + PLATEAU) * dram["GBps"]
+                lv["GBps"] <= (1 + PLATEAU) * beta
     c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
          "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
          "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
@@ -1661,9 +1660,8 @@ def calls_at(T, task, mha):
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
     call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    made = attention_forward_timed(x, mha, mask, return_arrays=True)[1]  # its times: unused
-    steps, S = scores_steps(made.pop("Q"), made.pop("K"), mha.n_heads), made.pop("S")
-    del made  # the forward's other arrays, freed before the passes make theirs
+    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q, K and S, by its own ops
+    steps, S = scores_steps(Q, K, mha.n_heads), scores(Q, K, mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1694,8 +1692,8 @@ def calls_at(T, task, mha):
 # measures (--in-process: it runs each job itself, for tests).
 
 PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
-    "full": {"min_time": 0.05, "samples_per_T": 100, "worker_count": 10, "default_heap_samples": 6},
-    "quick": {"min_time": 0.005, "samples_per_T": 6, "worker_count": 2, "default_heap_samples": 3}}
+    "full": dict(min_time=0.05, samples_per_T=100, worker_count=10, default_heap_samples_per_T=6),
+    "quick": dict(min_time=0.005, samples_per_T=6, worker_count=2, default_heap_samples_per_T=3)}
 HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
 WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
 HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
@@ -1712,12 +1710,12 @@ def worker_job(task):
     """A worker's whole job, in a fresh process or (--in-process) here: under measuring's
     conditions, its watched samples, calls_at at its Ts, its ceilings if it has them."""
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
-    with measuring(task) as record:
-        record |= watched_samples(task, mha)
-        record["apart"] = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
-        record["ceiling_rates"] = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"],
+    with measuring(task) as worker:
+        worker |= watched_samples(task, mha)
+        worker["apart"] = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
+        worker["ceiling_rates"] = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"],
                                                                           task["min_time"])
-    return {**record, "label": task["label"]}
+    return {**worker, "label": task["label"]}
 
 
 def worker_entry():
@@ -1771,7 +1769,7 @@ def spawn_one(task, in_process, timeout):
 
 def make_plan(args, hardware, threads, given):
     """Everything the workers will do, fixed before the first starts: the default-heap worker, then
-    the warm ones (they ask keep_heap for a warm heap; heap.mode says if they got it); `given`:
+    the warm ones (they ask warm_heap for a warm heap; heap.mode says if they got it); `given`:
     Phase 1's ceilings, if any (pi then goes untimed)."""
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
@@ -1785,7 +1783,7 @@ def make_plan(args, hardware, threads, given):
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
     dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-                 "timer_pairs": False, "rounds": min(prof["default_heap_samples"], per_T),
+                 "timer_pairs": False, "rounds": min(prof["default_heap_samples_per_T"], per_T),
                  "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
                    "rounds": rounds, "ceiling_spec": spec if i < n_ceiling else None,
@@ -1856,7 +1854,7 @@ def run_config(args, plan, threads):
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
             "samples_per_T": n_warm * warm_task["rounds"], "workers": n_warm,
             "quick": args.quick, "blas_threads": threads["blas_threads"],
-            "in_process": args.in_process, "default_heap_samples": dflt_task["rounds"],
+            "in_process": args.in_process, "default_heap_samples_per_T": dflt_task["rounds"],
             "one_thread_rounds": warm_task["one_thread_rounds"],
             "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
             "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
@@ -1919,7 +1917,7 @@ def provenance(argv):
 
 def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **sections):
     """results.json: config, machine, worker processes (spawned: the default-heap one first), the
-    canary's references and who was left out, `sections` (ceilings, sweeps, analysis, verdict)."""
+    canary's limits and who was left out, `sections` (ceilings, sweeps, analysis, verdict)."""
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
@@ -1928,9 +1926,8 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
                               "blas_threads".split()} for w in spawned],  # the threads it ran
-        "canary": {"reference_s": [w["canary_reference"] for w in spawned],
-                   "reference_quantile": REFERENCE_QUANTILE, "batch_part": BATCH_PART,
-                   "batch_slow_ratio": BATCH_SLOW, "process_slow_ratio": PROCESS_SLOW,
+        "canary": {"reference_quantile": REFERENCE_QUANTILE, "sample_part": SAMPLE_PART,
+                   "sample_slow_ratio": SAMPLE_SLOW, "process_slow_ratio": PROCESS_SLOW,
                    "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
@@ -1950,7 +1947,7 @@ def run_lab(args, argv):
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
-    windows = threading_windows(args.T, counted, keep=lambda sample: not set_aside(sample))
+    windows = threading_windows(args.T, counted, kept=lambda sample: not set_aside(sample))
     ceilings = with_ridge(  # Block D's ridge, pi / beta, of the harness's beta and pi
         combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given))
     for r in rows:  # Block D
@@ -2119,11 +2116,11 @@ def parse_args(argv):
         f"repeat, at least (default {full['min_time']:g})")
     add("--samples", type=int, help="samples per T over all workers, rounded "
         f"up to a multiple of --workers (default {full['samples_per_T']})")
-    add("--workers", type=int, help=f"warm worker processes, one at a time (default "
-        f"{full['worker_count']})")
+    add("--workers", type=int, help="warm worker processes, one at a time, at most --samples "
+        f"(default {full['worker_count']})")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
-    add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS, else one "
-        "per physical core)")
+    add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS or another of "
+        f"{', '.join(THREAD_VARS[1:])}, else one per physical core)")
     add("--out", type=Path, help="output folder (default: this one; --compare: B's)")
     add("--roofline", type=Path, help="Phase 1 manifest: beta_peak_GBps, pi_peak_GFLOPS")
     add("--quick", action="store_true", help="a smoke test of a few seconds, not a measurement")

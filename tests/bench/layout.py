@@ -1,7 +1,7 @@
 """Memory layout as a process's state: the same product as scores' matmul at T = 512 (four heads
 of (512, 16) @ (16, 512), float32, numpy's batched matmul on the BLAS threads) written into an
 output buffer whose address lies 0, 16, 32, 64, 2048 or 4080 bytes past a 4 KiB page, in one
-process on the warm heap (perf.keep_heap), each offset in turn, five rounds, each timing >= 50 ms
+process on the warm heap (perf.warm_heap), each offset in turn, five rounds, each timing >= 50 ms
 of calls. numpy's own buffers are only 16-byte aligned, and where each lands stays fixed for a
 process's life: if the offset moves the matmul, a process keeps its speed for its life.
 
@@ -34,7 +34,7 @@ def seconds_per_call(fn, min_time=0.05):
 
 
 def main():
-    perf.keep_heap()
+    perf.warm_heap()
     mha, T = perf.init_mha(64, 4, 0), 512
     Q, K, _ = perf.qkv_proj(perf.make_input(T, mha, 0), mha)
     Qh, KhT = perf.split_heads(Q, 4), perf.split_heads(K, 4).transpose(0, 2, 1)

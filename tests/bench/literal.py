@@ -1,6 +1,6 @@
 """The lab's literal protocol, for comparison with perf.py's repeatability.
 
-One process, glibc's default heap (perf.keep_heap is NOT called), the BLAS threads as the
+One process, glibc's default heap (perf.warm_heap is NOT called), the BLAS threads as the
 environment sets them. For each T in 64, 128, 256, 512: one untimed forward, then --measurements
 measurements, each running perf.attention_forward_timed back to back until --min-time of wall time
 has passed and keeping per op its summed time / number of forwards. Per T and op: the mean over the

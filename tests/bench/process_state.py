@@ -7,7 +7,7 @@ the remedy is more processes; if both slow down together, it is a period of the 
 the remedy is to rerun later. This script tells the two apart.
 
 The parent spawns two workers (this script with --child, JSON lines over stdin/stdout), each of
-which calls perf.keep_heap() (the warm heap of perf.py's workers), builds the model and inputs for
+which calls perf.warm_heap() (the warm heap of perf.py's workers), builds the model and inputs for
 T = 256 and 512, runs one untimed forward of each and makes the canary. Then the parent alternates
 A, B, A, B, ... for --seconds, never both at once: a batch is, for T = 256 then 512, timed forwards
 back to back until >= --min-time (per op: summed time / n), then one canary reading. Same time,
@@ -75,7 +75,7 @@ def child(min_time):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
     sys.path.insert(0, str(EXP))
     import perf
-    heap = perf.keep_heap()
+    heap = perf.warm_heap()
     mha = perf.init_mha(d_model=64, n_heads=4, seed=0)
     inputs = {T: (perf.make_input(T, mha, seed=0), perf.causal_mask(T)) for T in TS}
     for x, mask in inputs.values():

@@ -64,7 +64,7 @@ def load_run(folder, name):
     run = {"name": name, "folder": str(folder),
            "verdict": dig(res, "conditions.verdict", "unknown", name),
            "failed": [f.get("check", "?") if isinstance(f, dict) else str(f) for f in failed],
-           "q2": dig(res, "analysis.softmax_at_T_512.ratio_to_memory_ceiling", None, name),
+           "q2": dig(res, "analysis.softmax_at_T_512.ratio_to_memory_roof", None, name),
            "beta": dig(res, "ceilings.beta_peak_GBps", None, name), "T": {}}
     for row in dig(res, "sweep", [], name):
         where = (f"{name} T={row.get('T')}", "sweep[].")
