@@ -58,6 +58,8 @@ def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
     try:
         while sum(psutil.Process(hog.pid).cpu_times()[:2]) < 0.2:
             time.sleep(0.05)
+        if psutil.Process(hog.pid).name() != "cpu-hog":
+            pytest.skip("this OS names a process by the file a link points to, not the link")
         proc = run_perf("--quick", "--T", "64", "128", "--samples", "4", "--workers", "2",
                         "--threads", str(psutil.cpu_count(logical=False) or psutil.cpu_count()),
                         "--out", str(tmp_path))
@@ -139,12 +141,13 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.startswith(f"perf.py: error: --T {big} needs about ")
     assert list(tmp_path.iterdir()) == []
-    # The refusal names the largest T that fits: the next multiple of 64 does not. Its worker
-    # would need more than the memory available (read again: it moves), less the refusing
-    # process's own (under 256 MiB).
+    # The refusal names the largest T that fits: the next multiple of 64 does not. Against the
+    # memory it says was available (to 0.05 GiB, less the refusing process's own, under 256 MiB),
+    # not a second reading here, which moves.
     fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
-    available = psutil.virtual_memory().available
-    assert fits % 64 == 0 and need(fits + 64) > 0.95 * available - (256 << 20)
+    said = float(re.search(r"; ([\d.]+) GiB are available", proc.stderr)[1]) * 2**30
+    assert fits % 64 == 0 and need(fits) <= said + 2**30 / 20
+    assert need(fits + 64) > said - 2**30 / 20 - (256 << 20)
 
 
 PEAK = """
@@ -215,7 +218,11 @@ def test_a_worker_s_canary_readings_are_those_around_its_samples_only():
 def test_the_thread_limit_reaches_the_worker():
     if not perf.blas_info():
         pytest.skip("threadpoolctl sees no BLAS here: its thread count cannot be read")
-    assert perf.spawn_one(tiny_task(threads_imposed=1), False, 60)["blas_threads"] == 1
+    if psutil.cpu_count() == 1:
+        pytest.skip("one CPU: the BLAS runs one thread whatever the limit says")
+    # A limit other than the BLAS's own count, so that a worker ignoring it shows.
+    want = 2 if perf.blas_info()[0]["num_threads"] == 1 else 1
+    assert perf.spawn_one(tiny_task(threads_imposed=want), False, 60)["blas_threads"] == want
 
 
 def test_a_worker_that_hangs_is_killed_after_its_timeout():
