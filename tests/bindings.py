@@ -543,8 +543,9 @@ AVX512 = lambda r: "AVX512F" in r["hardware"]["simd_flags"]  # noqa: E731
 EXP_AVX512 = lambda r: (r["hardware"]["numpy_softmax_kernels"]["exp"] in  # noqa: E731  numpy's exp kernel:
                         r["hardware"]["numpy_dispatch_supported"]  # dispatched, and an AVX-512 one
                         and r["hardware"]["numpy_softmax_kernels"]["exp"].startswith(("X86_V4", "AVX512")))
+CODE_DIGEST = perf.code_digest((LAB_DIR / "perf.py").read_text())  # this perf.py's, once
 SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same code: perf.code_digest
-    x["perf_py_code_digest"] == perf.code_digest((LAB_DIR / "perf.py").read_text()) for x in RUNS(r, m))
+    x["perf_py_code_digest"] == CODE_DIGEST for x in RUNS(r, m))
 SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["dram_bound"]["scores"] == x["dram_bound"]["av"]) and all(  # noqa
     op(r, a, "scores")["intensity"] < op(r, b, "scores")["intensity"] for a, b in zip(TS, TS[1:]))
 RIDGE_FOLLOWS_BETA = lambda r, m: BETA_RIDGE_RANKS(r, m) <= -0.5  # noqa: E731  the ridge, π / β, falls as β rises
