@@ -1034,7 +1034,8 @@ def make_canary():
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two canary readings: (calls, seconds, {"canary_around":
-    [before, after]}); the after is the next batch's before (a warm-up or timer pairs between)."""
+    [before, after]}); the after is the next batch's before (between: an untimed forward, or the
+    timer pairs)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n, seconds = run_for(fn, min_time)
