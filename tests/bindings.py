@@ -323,10 +323,10 @@ LAB = [
     ("The runs' ridges, **{}**,", lambda r, m: spread(r, m, lambda x: x["ridge"], 2)),
     ("lay below d_k/2 in **{}**:", lambda r, m: n_runs(r, m, BELOW)),
     ("thresholds T = **{}**, at the ridge", THRESHOLDS()),
-    ("π stayed within ×**{}**,", lambda r, m: at_most(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
+    ("π over ×**{}**,", lambda r, m: num(max(x["pi"] for x in RUNS(r, m)) / min(x["pi"] for x in RUNS(r, m)), 2)),
     ("β ranged over ×**{}** (", lambda r, m: num(max(x["beta"] for x in RUNS(r, m)) / min(x["beta"] for x in RUNS(r, m)), 2)),
-    ("(**{}** GB/s), and the ridge", BETA_RANGE),
-    ("(rank correlation with β: **{}**)", lambda r, m: f"{BETA_RIDGE_RANKS(r, m):.2f}".replace("-", "−")),
+    ("(**{}** GB/s), π over", BETA_RANGE),
+    ("(rank correlation: **{}**)", lambda r, m: f"{BETA_RIDGE_RANKS(r, m):.2f}".replace("-", "−")),
     ("π ≈ **{}** GFLOPS", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of **{}** GB/s", lambda r, m: "{}** to **{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**, above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -359,7 +359,7 @@ LAB = [
     ("The lab counts **{} MB** at", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("add up to **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
     ("arrays fit in the **{}** at every T, so", LEVEL_NAME),
-    ("L3, from T = **{}** (predicted)", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
+    ("the curriculum's), from T = **{}**", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     # question 3
     ("would move **{}** times fewer bytes", BYTES_SAVED),
     ("rising from **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
@@ -387,7 +387,7 @@ LAB = [
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
     ("and the forward at T = 512 from **{}** ms; their", FWD_RANGE),
-    ("near one in size): **{}**. A run's", lambda r, m: "** and **".join(
+    ("(±1: a drift): **{}**. A run's", lambda r, m: "** and **".join(
         f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
     ("interval at T = 512 held **{}** of the other", HELD),
     ("of the other **{}** runs' times", RERUN_COUNT),
@@ -417,7 +417,7 @@ TOP = [
     *CLASSES_SAID,
     ("it ran at **{} %** of its", SM_RANGE),
     ("**), **{} %**, under 10 %", LEVEL_RANGE),
-    ("under 10 % in **{}**. Most of its time", LEVEL_UNDER_10),
+    ("under 10 % in **{}**. Timed apart, its six", LEVEL_UNDER_10),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("with **{}** times fewer bytes", BYTES_SAVED),
     ("past the ridge in **{}** of the runs", PAST_RIDGE),
@@ -457,7 +457,7 @@ SOLUTION = [
     ("as written finds a threshold in **{}** of", lambda r, m: n_runs(
         r, m, lambda x: x["inequality_threshold"] is not None)),
     *CLASSES_SAID,
-    ("the threshold between T = **{}**.", THRESHOLDS("** and **")),
+    ("point estimate, between T = **{}**.", THRESHOLDS("** and **")),
     ("π ≈ {} GFLOPS and", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of {} GB/s, a ridge", lambda r, m: "{}–{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
@@ -472,7 +472,7 @@ SOLUTION = [
     ("from an intensity of **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("{} fresh warm worker processes", lambda r, m: WORDS[r["config"]["workers"]]),
-    ("(the reference's forwards page-faulted from T = {} on)", lambda r, m: str(min(
+    ("(the reference's forwards page-faulted ≥ 1 a forward from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
     ("(found in **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["plateau"])),
     ("(the committed run's: **{}**, with", CEILING_REPEATS),
@@ -524,7 +524,7 @@ STRUCTURAL = [
     r"128×128", r"\b64 KiB\b", r"8/5", r"1\. \*\*|2\. \*\*|3\. \*\*", r"\b10 %", r"d_k/[24]",
     r"NumPy 2\b", r"X86_V4", r"OMP_NUM_THREADS=[14]", r"\bU-series\b", r"above 8\b",
     r"4·d_k·I_crit / \(d_k − 2·I_crit\)", r"\S*(?:03-attention|PHASE_15|phase-15|rerun_NN)\S*",
-    r"(?:64|512)-element", r"2-core", r"AVX2",
+    r"(?:64|512)-element", r"2-core", r"AVX2", r"≥ 1 a forward", r"\(±1: a drift\)",
 ]
 
 # Quantitative words, stated properties and causes, each with what makes it true: a test that
@@ -583,7 +583,7 @@ CLAIMS = [
     # question 1
     (LABR, "Scores and av rise in intensity with T, and each run classes them against its ridge's interval, so "
      "their class depends on T and on the run", CLASS_DEPENDS),
-    (LABR, "and the ridge with it", RIDGE_FOLLOWS_BETA),
+    (LABR, "and the ridge with β", RIDGE_FOLLOWS_BETA),
     # question 2
     (LABR, "threads copying", lambda r, m: EVERY(r, m, lambda x: x["beta_from"] == "all_cpus")),
     (LABR, "copies of their bytes cost far less", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
@@ -602,10 +602,10 @@ CLAIMS = [
     (LABR, "In every run, part is the scaling pass", lambda r, m: EVERY(r, m, SCALE_PART)),
     (LABR, "and part the threads", lambda r, m: EVERY(r, m, THREADS_PART)),
     (LABR, "which speed av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
-    (LABR, "so all three columns time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
+    (LABR, "so all three columns should time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
     (LABR, "past it a T was still near the ridge in some runs", lambda r, m: SOME(r, m, lambda x: any(
         IN_CLASS(x, T, "near_ridge") for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),
-    (LABR, "the forward page-faults from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
+    (LABR, "the forward page-faults ≥ 1 a forward from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
     # the thirteen runs
     (LABR, "no cpufreq, so no `performance` governor",
      lambda r, m: r["conditions"]["unknown"] == ["governor_or_turbo_changed"]
@@ -613,11 +613,11 @@ CLAIMS = [
 
     ("README.md", "It ran on a 2-core virtual machine whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
     ("README.md", "made one after another", ONE_AFTER_ANOTHER),
-    ("README.md", "which page-faults from T = 256 on", lambda r, m: EVERY(r, m, FAULTS_FROM_256)),
+    ("README.md", "which page-faults ≥ 1 a forward from T = 256 on", lambda r, m: EVERY(r, m, FAULTS_FROM_256)),
     ("README.md", "the projections at no T", lambda r, m: EVERY(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
     ("README.md", "Scores and av rise in intensity with T, and each run classes them against its ridge's interval, "
      "so their class depends on T and on the run", CLASS_DEPENDS),
-    ("README.md", "Most of its time goes to six numpy passes over the T×T array that together cost about what the same "
+    ("README.md", "Timed apart, its six numpy passes over the T×T array cost together about what the same "
      "calls cost in cache", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and PASSES_MOST(x))),
     ("README.md", "against the lab's expectation that the projections lead",
      lambda r, m: not SOME(r, m, lambda x: x["expected_observations_held"][0])),
