@@ -199,7 +199,8 @@ def attention_forward_timed(x, mha, mask=None):
 # canary_around, the canary's last reading before the batch and its first after it (watched), and
 # on one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
 # decides if it feeds the figures (mark_samples). A round: one sample of every T (interleave) or of
-# one. A worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring).
+# one. A worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring); the
+# default-heap one takes each T in turn, with no timer pairs or one-thread round (make_plan).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
