@@ -10,7 +10,14 @@ from conftest import PERF
 SOURCE = PERF.read_text()
 TREE = ast.parse(SOURCE)
 TOP = {n.name: n for n in TREE.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-PART_II = next(i + 1 for i, ln in enumerate(SOURCE.splitlines()) if ln.startswith("# PART II"))
+
+
+def part_two_line(source):
+    """The line of Part II's banner, where the harness begins."""
+    return next(i + 1 for i, ln in enumerate(source.splitlines()) if ln.startswith("# PART II"))
+
+
+PART_II = part_two_line(SOURCE)
 PART_I_LINES = 900  # the lab a learner reads, from the top to the harness's banner
 MAX_LINES = 2235    # the whole: issue 53's cap, a guard with room below it, not an aim
 
@@ -124,15 +131,28 @@ def test_part_one_is_the_lab_blocks_a_to_f_in_order_then_part_two_the_harness():
     assert all(TOP[n].lineno > PART_II for n in ("pool_row", "results_record", "run_lab"))
 
 
-def sections_named(doc, source):
-    """For each question of the module docstring's map (its "- " lines), the sections (Blocks and
-    Part II's, numbered by their banners in the file's order) of the definitions it names."""
+def section_of(source):
+    """Each top-level definition's section: the Blocks and Part II's, numbered by their banners in
+    the file's order."""
     lines = source.splitlines()
     banners = [i + 1 for i, ln in enumerate(lines) if ln.startswith("# ---") and i + 1 < len(lines)]
-    tree = ast.parse(source)
-    where = {name: sum(b < s.lineno for b in banners) for s in tree.body for name in defined(s)}
+    return {name: sum(b < s.lineno for b in banners) for s in ast.parse(source).body
+            for name in defined(s)}
+
+
+def sections_named(doc, source):
+    """For each question of the module docstring's map (its "- " lines), the sections of the
+    definitions it names."""
+    where = section_of(source)
     questions = doc[doc.index("Where to"):].split("\n- ")[1:]
     return [{where[w] for w in re.findall(r"\w+", q) if w in where} for q in questions]
+
+
+def moved_to_end(source, name):
+    """The source with the function `name` moved to the file's end."""
+    a = source.index(f"def {name}(")
+    b = source.index("\n\n\n", a) + 3
+    return source[:a] + source[b:] + "\n\n" + source[a:b]
 
 
 def runs(sections):
@@ -145,25 +165,22 @@ def test_the_docstring_map_answers_each_question_in_two_stretches_of_the_file_at
     assert len(named) == 5 and all(named)  # the five questions, each naming what exists
     assert [runs(s) for s in named if runs(s) > 2] == []
     # It can fail: judge_run moved to the file's end takes question 4 to a third stretch.
-    a = SOURCE.index("def judge_run(")
-    b = SOURCE.index("\n\n\n", a) + 3
-    moved = SOURCE[:a] + SOURCE[b:] + "\n\n" + SOURCE[a:b]
+    moved = moved_to_end(SOURCE, "judge_run")
     assert runs(sections_named(ast.get_docstring(ast.parse(moved)), moved)[3]) == 3
 
 
 def reached_in_part_two(tree, source, roots):
-    """The sections (numbered as sections_named numbers them) of every Part II definition that
-    `roots` use, and those use, and so on: what a reader follows from them through the harness."""
-    lines = source.splitlines()
-    part_ii = next(i + 1 for i, ln in enumerate(lines) if ln.startswith("# PART II"))
-    banners = [i + 1 for i, ln in enumerate(lines) if ln.startswith("# ---") and i + 1 < len(lines)]
+    """The sections (section_of's) of every Part II definition that `roots` use, and those use,
+    and so on: what a reader follows from them through the harness."""
+    part_ii = part_two_line(source)
     top = {name: s for s in tree.body if s.lineno > part_ii for name in defined(s)}
     seen, todo = set(), list(roots)
     while todo:
         if (name := todo.pop()) in top and name not in seen:
             seen.add(name)
             todo += [n.id for n in ast.walk(top[name]) if isinstance(n, ast.Name)]
-    return {sum(b < top[name].lineno for b in banners) for name in seen}
+    where = section_of(source)
+    return {where[name] for name in seen}
 
 
 # The harness's entry to questions 4 and 5: what judges, what times and what combines.
@@ -178,9 +195,7 @@ def test_what_the_verdict_and_the_ceilings_use_lies_in_the_stretches_the_map_nam
     for q, roots in ROOTS.items():
         assert runs(named[q] | reached_in_part_two(TREE, SOURCE, roots)) <= 2, roots
     # It can fail: make_check, which every check calls, moved to the file's end is a third.
-    a = SOURCE.index("def make_check(")
-    b = SOURCE.index("\n\n\n", a) + 3
-    moved = SOURCE[:a] + SOURCE[b:] + "\n\n" + SOURCE[a:b]
+    moved = moved_to_end(SOURCE, "make_check")
     tree = ast.parse(moved)
     assert runs(sections_named(ast.get_docstring(tree), moved)[3]
                 | reached_in_part_two(tree, moved, ROOTS[3])) == 3
