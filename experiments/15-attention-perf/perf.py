@@ -1796,9 +1796,10 @@ def make_plan(args, hardware, threads, given):
 
 
 def spawn_all(plan, in_process):
-    """Each task in a fresh worker, in turn, the default-heap one first: their results, in order."""
+    """Each task in a fresh worker, in turn, the default-heap one first: their results, in order.
+    Progress goes to stderr: stdout is the report, printed once the files are written."""
     start, done = time.perf_counter(), []
-    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", flush=True)  # noqa
+    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", file=sys.stderr)  # noqa
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['rounds']} samples of each T")
         done.append(spawn_one(task, in_process, worker_timeout(task)))
@@ -2214,7 +2215,7 @@ def main(argv=None):
         message, code = f"error: {e}", 2
     except RunError as e:
         message, code = f"error: {e}; nothing written", 1
-    except BrokenPipeError:  # the reader left (`| head`): the files are written, see below
+    except BrokenPipeError:  # the reader left (`| head`): stdout's first line follows the write
         raise
     except OSError as e:
         message, code = f"error: cannot write {e.filename or 'output'}: {e.strerror or e}", 2
