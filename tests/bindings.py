@@ -50,7 +50,6 @@ LAP = lambda r: r["analysis"]["on_lab_laptop"]  # noqa: E731
 SM = lambda r: r["analysis"]["softmax_at_T_512"]  # noqa: E731
 SS = lambda r, T: next(x for x in r["analysis"]["scores_steps"] if x["T"] == T)  # noqa: E731
 P27 = lambda r: r["analysis"]["phase_27_preview"]  # noqa: E731
-OBS = lambda r, i: r["analysis"]["expected_observations"][i]  # noqa: E731
 LV = lambda r, name: r["ceilings"]["levels"][name]  # noqa: E731
 SP = lambda r, T: next(x for x in r["analysis"]["softmax_passes"] if x["T"] == T)  # noqa: E731
 PS = lambda r, T, p: next(x for x in SP(r, T)["passes"] if x["pass"] == p)  # noqa: E731
@@ -82,7 +81,7 @@ def count(n):
 
 
 def at_most(v, decimals):
-    """A bound the text calls "at most": rounded up, so that it stays true."""
+    """A limit the text calls "at most": rounded up, so that it stays true."""
     return num(math.ceil(v * 10 ** decimals) / 10 ** decimals, decimals)
 
 
@@ -581,7 +580,7 @@ CLAIMS = [
      lambda r, m: EPYC_VM(r) and AVX512(r)),
     (LABR, "runs of this `perf.py`", SAME_SCRIPT),
     # question 1
-    (LABR, "Scores and av rise in intensity with T, and each run classes them against its ridge's interval, so "
+    (LABR, "Scores and av rise in intensity with T, and each run classes them against its ridge's range, so "
      "their class depends on T and on the run", CLASS_DEPENDS),
     (LABR, "and the ridge with β", RIDGE_FOLLOWS_BETA),
     # question 2
@@ -615,7 +614,7 @@ CLAIMS = [
     ("README.md", "made one after another", ONE_AFTER_ANOTHER),
     ("README.md", "which page-faults ≥ 1 a forward from T = 256 on", lambda r, m: EVERY(r, m, FAULTS_FROM_256)),
     ("README.md", "the projections at no T", lambda r, m: EVERY(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
-    ("README.md", "Scores and av rise in intensity with T, and each run classes them against its ridge's interval, "
+    ("README.md", "Scores and av rise in intensity with T, and each run classes them against its ridge's range, "
      "so their class depends on T and on the run", CLASS_DEPENDS),
     ("README.md", "Timed apart, its six numpy passes over the T×T array cost together about what the same "
      "calls cost in cache", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and PASSES_MOST(x))),
@@ -623,7 +622,7 @@ CLAIMS = [
      lambda r, m: not SOME(r, m, lambda x: x["expected_observations_held"][0])),
 
     (REP, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
-    (REP, "Scores and av rise in intensity with T, and each run classes them against its ridge's interval, so "
+    (REP, "Scores and av rise in intensity with T, and each run classes them against its ridge's range, so "
      "their class depends on T and on the run", CLASS_DEPENDS),
     (REP, "cost together about what the same calls cost in cache, at every T in every run",
      lambda r, m: EVERY(r, m, IN_CACHE)),
@@ -636,7 +635,7 @@ CLAIMS = [
     (SOL, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
     (SOL, "what the six timers cost, with a distribution-free interval of at least", lambda r, m: all(
         x["instrumentation_overhead_interval_coverage"] >= r["estimators"]["confidence"] for x in r["sweep"])),
-    (SOL, "In the reference each run classes them against its ridge's interval, so their class depends on T and "
+    (SOL, "In the reference each run classes them against its ridge's range, so their class depends on T and "
      "on the run", CLASS_DEPENDS),
     (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T",
      lambda r, m: EVERY(r, m, IN_CACHE)),

@@ -25,9 +25,18 @@ def run_perf(*args, **kw):
                           timeout=120, **kw)
 
 
+@pytest.fixture
+def reruns_restored():
+    """After a test that hands the bindings other reruns, the committed ones back."""
+    yield
+    import bindings  # here, not at the top: it reads the committed run, which few tests need
+    bindings.use_reruns(json.loads((EXP / "reruns.json").read_text())["runs"])
+
+
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory):
-    """One --quick run shared by the end-to-end tests (a few seconds)."""
+    """One --quick run shared by the end-to-end tests (a few seconds), made once: they share one
+    xdist group (pytest.ini: --dist loadgroup)."""
     out = tmp_path_factory.mktemp("quick")
     proc = run_perf("--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stderr

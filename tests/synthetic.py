@@ -93,7 +93,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
-            "canary": {"left_out": {}, "sample_part": "compute", "sample_slow_ratio": 1.25},
+            "canary": {"left_out": {}, "sample_kernel": "compute", "sample_slow_ratio": 1.25},
             "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
             "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}

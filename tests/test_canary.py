@@ -38,7 +38,7 @@ def slow_windows(monkeypatch, slow):
         def read():  # between batch k and k + 1: slow if either is
             k = state["batch"]
             factor = 2.0 if slow(k) or slow(k + 1) else 1.0
-            return {part: factor * t for part, t in FAST.items()}
+            return {kernel: factor * t for kernel, t in FAST.items()}
         state["batch"] = 0  # a new worker: its batches from 1
         first = read()
         return {"read": read, "last": first, "readings": [first]}
@@ -51,7 +51,7 @@ def slow_windows(monkeypatch, slow):
     return state
 
 
-def run(tmp_path, monkeypatch, extra=()):
+def lab_run(tmp_path, monkeypatch, extra=()):
     for plot in ("plot_perf", "plot_roofline"):
         monkeypatch.setattr(perf, plot, lambda res: None)
     monkeypatch.setattr(perf, "png_bytes", lambda fig: b"")
@@ -64,7 +64,7 @@ def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones
                                                                                   monkeypatch):
     # Batches 5-8 of every 12 run slow: a third of them, in windows of four.
     state = slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
-    res = run(tmp_path, monkeypatch)
+    res = lab_run(tmp_path, monkeypatch)
     row, dflt = res["sweep"][0], res["sweep_default_heap"][0]
     # Each warm worker's first ten batches are its ten samples at T = 64 (a timer pair is no
     # batch); the default-heap worker's first three are its three.
@@ -87,13 +87,13 @@ def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_pat
     # readings around those two, 2 of its 11, are fast, and its reference (REFERENCE_QUANTILE
     # of them) lands on them: a process slow for all its life is slow_process's to catch.
     slow_windows(monkeypatch, lambda k: 2 < k <= 10)
-    res = run(tmp_path, monkeypatch)
+    res = lab_run(tmp_path, monkeypatch)
     assert res["sweep"][0]["samples_set_aside"] == 16
     cond = res["conditions"]
     assert cond["verdict"] == "disturbed"
     failed = {f["check"]: f for f in cond["failed"]}
     assert failed["slow_samples"]["reason"].startswith(
-        "the canary's compute part ran slow around 80% of the samples at T = 64 (limit 75%)")
+        "the canary's compute kernel ran slow around 80% of the samples at T = 64 (limit 75%)")
     assert failed["slow_samples"]["do"] == "rerun later"
 
 
@@ -105,7 +105,7 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
                {"canary_around": [slow, slow]}]
     perf.mark_samples({"by_T": {"64": {"samples": batches[:2], "one_thread": batches[2:]}}},
                       reference)
-    # One slow reading beside a fast one: the faster of the two counts, per part.
+    # One slow reading beside a fast one: the faster of the two counts, per kernel.
     assert [b["canary_ratio"] for b in batches[:2]] == [1.0, 1.0]
     # Both readings slow: set aside.
     assert batches[2]["canary_ratio"] == 2.0
@@ -113,8 +113,8 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
 
 
 def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
-    # A batch is judged on SAMPLE_PART alone (set by hand: the BLAS part's reading may move with
-    # the T just run): twice its reference on both sides, the compute part fast, it stays.
+    # A batch is judged on SAMPLE_KERNEL alone (set by hand: the BLAS kernel's reading may move with
+    # the T just run): twice its reference on both sides, the compute kernel fast, it stays.
     reference = {"compute": 40e-6, "blas": 60e-6}
     after_blas = {"compute": 41e-6, "blas": 120e-6}
     batch = {"canary_around": [after_blas, after_blas]}
@@ -125,7 +125,7 @@ def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(
         tmp_path, monkeypatch):
     # No cpufreq (a VM, macOS, Windows): after the first warm worker every core computes at two
-    # thirds of its speed, for good. The canary's compute part takes 1.5 times as long from the
+    # thirds of its speed, for good. The canary's compute kernel takes 1.5 times as long from the
     # second warm worker on: a sustained fall, never set aside, failing clock_drop with its numbers.
     monkeypatch.setattr(perf, "SYSROOT", tmp_path / "no-sys")
     workers = []
@@ -135,12 +135,12 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
         factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then warm 1, warm 2
 
         def read():
-            return {part: factor * t for part, t in FAST.items()}  # a slower clock, assumed to slow both parts
+            return {kernel: factor * t for kernel, t in FAST.items()}  # a slower clock: both kernels slower
         first = read()
         return {"read": read, "last": first, "readings": [first]}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
-    res = run(tmp_path / "out", monkeypatch)
+    res = lab_run(tmp_path / "out", monkeypatch)
     check = res["conditions"]["checks"]["clock_drop"]
     assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
@@ -150,7 +150,7 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
 
 
 def whole_worker(monkeypatch, factors):
-    """Each worker's canary parts, fixed for its life, as {part: factor} per worker in turn (the
+    """Each worker's canary kernels, fixed for its life, as {kernel: factor} per worker in turn (the
     default-heap worker first): a slow period covering a whole worker, or a process's own state."""
     workers = []
 
@@ -159,7 +159,7 @@ def whole_worker(monkeypatch, factors):
         workers.append(f)
 
         def read():
-            return {part: f.get(part, 1.0) * t for part, t in FAST.items()}
+            return {kernel: f.get(kernel, 1.0) * t for kernel, t in FAST.items()}
         first = read()
         return {"read": read, "last": first, "readings": [first]}
     monkeypatch.setattr(perf, "make_canary", make_canary)
@@ -169,13 +169,13 @@ def whole_worker(monkeypatch, factors):
 
 def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,
                                                                            monkeypatch, capsys):
-    # Warm 2 of three ran its whole life slow: its canary's BLAS part twice the others'. Its own
+    # Warm 2 of three ran its whole life slow: its canary's BLAS kernel twice the others'. Its own
     # reference cannot see it (none of its samples is set aside); the processes' references side
     # by side do: it is left out of every T's figures, named, and the run stays quiet.
     whole_worker(monkeypatch, [{}, {}, {"blas": 2.0}, {}])
-    res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
+    res = lab_run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
-    assert res["canary"]["left_out"] == {"warm 2": {"canary_part": "blas", "ratio": 2.0,
+    assert res["canary"]["left_out"] == {"warm 2": {"canary_kernel": "blas", "ratio": 2.0,
                                                     "other_ratio": 1.0}}
     assert all(r["processes"] == ["warm 1", "warm 3"] for r in res["sweep"])
     assert all(len(r["ops"]["softmax"]["process_estimates"]) == 2 for r in res["sweep"])
@@ -189,14 +189,14 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
         capsys.readouterr().out
 
 
-def test_two_processes_each_slower_on_one_canary_part_are_no_clock_drop_and_none_left_out(
+def test_two_processes_each_slower_on_one_canary_kernel_are_no_clock_drop_and_none_left_out(
         tmp_path, monkeypatch):
-    # Three warm processes; one's BLAS part x1.15 for its whole life, another's compute part
+    # Three warm processes; one's BLAS kernel x1.15 for its whole life, another's compute kernel
     # x1.3: neither the clock check nor the process rule
     # fires, no process is left out, and no sample is set aside (each process judged against its
     # own reference).
     whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"compute": 1.3}])
-    res = run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
+    res = lab_run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     checks = res["conditions"]["checks"]
     assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True
     assert res["canary"]["left_out"] == {}

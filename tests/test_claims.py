@@ -110,11 +110,6 @@ MUTATIONS = {
 }
 
 
-@pytest.fixture
-def reruns_restored():
-    yield
-    bindings.use_reruns(RERUNS)
-
 
 @functools.cache
 def mutated(name):

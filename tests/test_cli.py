@@ -23,6 +23,7 @@ OPS = list(perf.OPS)
 LONG = ["--min-time", "0.02", "--samples", "10"]  # long enough to be interrupted mid-worker
 
 
+@pytest.mark.xdist_group("quick_run")  # one worker: the --quick run made once
 def test_quick_run_writes_the_lab_files_with_the_lab_keys(quick_run):
     out, res, man, _ = quick_run
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "perf.png", "results.json",
@@ -142,12 +143,15 @@ def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     assert proc.stderr.startswith(f"perf.py: error: --T {big} needs about ")
     assert list(tmp_path.iterdir()) == []
     # The refusal names the largest T that fits: the next multiple of 64 does not. Against the
-    # memory it says was available (to 0.05 GiB, less the refusing process's own, under 256 MiB),
-    # not a second reading here, which moves.
+    # memory it says was available and its own share, each to 0.005 GiB: not a second reading
+    # here, which moves.
+    if "that fits is T = " not in proc.stderr:
+        pytest.skip("not even T = 64 fits in the memory available here")
     fits = int(proc.stderr.rsplit("the largest multiple of 64 that fits is T = ", 1)[1])
-    said = float(re.search(r"; ([\d.]+) GiB are available", proc.stderr)[1]) * 2**30
-    assert fits % 64 == 0 and need(fits) <= said + 2**30 / 20
-    assert need(fits + 64) > said - 2**30 / 20 - (256 << 20)
+    own, said = (float(v) * 2**30 for v in re.search(
+        r"\(([\d.]+) of them this process's\); ([\d.]+) GiB are available", proc.stderr).groups())
+    assert fits % 64 == 0 and own + need(fits) <= said + 2**30 / 100
+    assert own + need(fits + 64) > said - 2**30 / 100
 
 
 PEAK = """
@@ -172,31 +176,34 @@ print(tracemalloc.get_traced_memory()[1], elides)
 
 
 @pytest.mark.parametrize("T", [768, 1024])
-def test_the_memory_estimate_bounds_a_worker_s_arrays_and_no_more_than_a_fifth_over(T):
+def test_the_memory_need_bounds_a_worker_s_arrays_and_no_more_than_a_fifth_over(T):
     """A warm worker's samples and passes at T, in a fresh process under tracemalloc (it sees
-    numpy's arrays): the traced peak <= the estimate's part for them <= 1.2 x that peak. At these
+    numpy's arrays): the traced peak <= the need's part for them <= 1.2 x that peak. At these
     T the (h, T, T) arrays are most of it; the interpreter and the ceilings are not traced. A numpy
-    that elides scores' second buffer needs less: there the estimate need only bound the peak."""
+    that elides scores' second buffer needs one (h, T, T) fp32 array less: the bound adds it back."""
     proc = subprocess.run([sys.executable, "-c", PEAK, str(PERF.parent), str(T)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     peak, elides = int(proc.stdout.split()[0]), proc.stdout.split()[1] == "True"
     spec = {"levels": {"DRAM": {"bytes": 1 << 20}}, "matmul_n": 64}  # no ceilings' part
-    estimate = perf.worker_memory_bytes([T], 64, 4, spec) - perf.WORKER_BASE_BYTES
-    assert peak <= estimate <= (math.inf if elides else 1.2 * peak), (peak / 2**20, estimate / 2**20)
+    need = perf.worker_memory_bytes([T], 64, 4, spec) - perf.WORKER_BASE_BYTES
+    elided = 4 * T * T * 4 if elides else 0  # h = 4 heads of (T, T) fp32
+    assert peak <= need <= 1.2 * (peak + elided), (peak / 2**20, need / 2**20)
 
 
 def test_more_threads_asked_than_blas_runs_warns_once(tmp_path):
     if not any(i.get("internal_api") == "openblas" for i in threadpoolctl.threadpool_info()):
         pytest.skip("the cap is OpenBLAS's; another BLAS (Accelerate, MKL) or none is not capped")
-    asked = psutil.cpu_count() + 2  # OpenBLAS caps its threads at the CPUs
+    asked = psutil.cpu_count() + 2  # OpenBLAS caps its threads at the CPUs, where built so
     proc = run_perf(*TINY[:1], "--T", "64", "--samples", "2", "--workers", "1",
                     "--out", str(tmp_path), env={**os.environ, "OMP_NUM_THREADS": str(asked)})
     assert proc.returncode == 0, proc.stderr
+    threads = json.loads((tmp_path / "results.json").read_text())["threads"]
+    if threads["blas_threads"] >= asked:
+        pytest.skip("this OpenBLAS ran as many threads as asked: nothing to warn of")
     lines = [ln for ln in proc.stdout.splitlines() if "asked for" in ln]
     assert len(lines) == 1 and f"{asked} BLAS threads were asked for" in lines[0]
-    threads = json.loads((tmp_path / "results.json").read_text())["threads"]
-    assert threads["asked"] == asked and threads["blas_threads"] < asked
+    assert threads["asked"] == asked
 
 
 def tiny_task(**kw):

@@ -108,11 +108,15 @@ def test_a_run_against_itself_is_the_same_everywhere(tmp_path, capsys, verdict):
     assert perf.main(["--compare", str(d), str(d / "results.json"), "--out", str(tmp_path)]) == 0
     c = json.loads((tmp_path / "compare.json").read_text())
     assert c["same_state"] is (verdict == "quiet")
+    sweep = json.loads((d / "results.json").read_text())["sweep"]  # each row, the run's own time_s
+    assert {(r["T"], r["op"]): (r["a_s"], r["b_s"]) for r in c["rows"]} == {
+        (row["T"], op): (row["ops"][op]["time_s"],) * 2 for row in sweep for op in perf.OPS}
     assert all(r["ratio"] == 1 and r["share_pp"] == 0 and r["change"] == "same" for r in c["rows"])
     assert not any(s["differs"] for s in c["story"])
     assert ("no machine fact compared" in capsys.readouterr().out) is (verdict == "quiet")
 
 
+@pytest.mark.xdist_group("quick_run")  # one worker: the --quick run made once
 def test_the_committed_run_against_a_quick_run(tmp_path, quick_run):
     assert perf.main(["--compare", str(EXP), str(quick_run[0]), "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "compare.json").read_text())["rows"]

@@ -52,7 +52,7 @@ def test_thresholds_both_forms():
     assert perf.threshold_T(16, 9.0, 2) is None and perf.threshold_T(16, 8.0, 2) is None
 
 
-CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_interval": [4.0, 6.0],
+CEILINGS = {"beta_peak_GBps": 20.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [4.0, 6.0],
             "levels": {"L2": {"capacity_bytes": 1 << 20, "GBps": 100.0},
                        "L3": {"capacity_bytes": 32 << 20, "GBps": 50.0},
                        "DRAM": {"capacity_bytes": None, "GBps": 20.0}}}
@@ -87,7 +87,7 @@ def test_working_sets_by_hand_at_T64():
 def test_the_manifest_s_phase_27_figure_uses_each_op_s_own_level():
     # A laptop-like case where the two rules disagree: scores at I = 7.5 is compute-bound against
     # the L2 (ridge 100 / 80 = 1.25) but memory-bound against DRAM (ridge 100 / 10 = 10).
-    ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_interval": [10.0, 10.0],
+    ceilings = {"beta_peak_GBps": 10.0, "pi_peak_GFLOPS": 100.0, "ridge_range": [10.0, 10.0],
                 "levels": {"L2": {"capacity_bytes": 64 << 20, "GBps": 80.0},
                            "DRAM": {"capacity_bytes": None, "GBps": 10.0}}}
     # Seconds: 1 + 2 + 3 + 4 + 5 = 15 for the lab's five ops; an op this test does not name takes
@@ -119,7 +119,7 @@ def test_place_on_roofline_arithmetic():
     assert qkv["intensity"] == pytest.approx(16.0) and qkv["dram_bound"] == "compute"
     assert qkv["GFLOPS"] == pytest.approx(1_572_864 / 1e-5 / 1e9)
     assert sm["dram_bound"] == "memory"
-    # scores at T=64: I = 5.33, inside the ridge's interval: too close to call
+    # scores at T=64: I = 5.33, inside the ridge's range: too close to call
     assert sc["intensity"] == pytest.approx(64 * 16 / (64 + 128)) and sc["dram_bound"] == "near_ridge"
     assert sm["time_share"] == pytest.approx(1 / n)
     assert sum(row["ops"][op]["flop_share"] for op in perf.OPS) == pytest.approx(1)
@@ -205,3 +205,17 @@ def test_read_ceilings_rejects(tmp_path, text):
     f.write_text(text)
     with pytest.raises(perf.UsageError):
         perf.read_ceilings(f)
+
+
+def test_the_lab_s_expected_observations_by_hand():
+    # Shares by hand, in OPS's order (qkv_proj, scores, softmax, av, out_proj). At T = 64 the
+    # projections take 0.35 + 0.20 = 0.55: they dominate. At T = 512 the T² ops take 0.15 + 0.20
+    # + 0.10 = 0.45: they do not. At T = 512 the softmax (0.20) is not the smallest (av, 0.10).
+    def row(T, shares):
+        return {"T": T, "ops": {op: {"time_share": s} for op, s in zip(perf.OPS, shares)}}
+    rows = [row(64, [0.35, 0.15, 0.20, 0.10, 0.20]), row(512, [0.35, 0.15, 0.20, 0.10, 0.20])]
+    assert [o["held"] for o in perf.expected_observations(rows)] == [True, False, True]
+    assert "T=64" in perf.expected_observations(rows)[0]["claim"]
+    # The softmax the smallest at one T: the third fails; more T² time: the second holds.
+    rows[1] = row(512, [0.10, 0.40, 0.05, 0.35, 0.10])
+    assert [o["held"] for o in perf.expected_observations(rows)] == [True, True, False]

@@ -3,10 +3,12 @@
 end in this process (the measurement and its verdict; the pictures are tested apart) and
 recording what it could not see."""
 import collections
+import functools
 import itertools
 import json
 import platform
 import re
+import types
 
 import numpy as np
 import psutil
@@ -29,6 +31,10 @@ def i5_8250u(root, monkeypatch, governor="powersave"):
     names its CPU."""
     monkeypatch.setattr(perf.platform, "system", lambda: "Linux")
     monkeypatch.setattr(perf.platform, "processor", lambda: "")
+    if perf.resource is None:  # a Windows host: Linux's getrusage, as a process that ran nothing
+        usage = types.SimpleNamespace(ru_minflt=0, ru_nivcsw=0)
+        monkeypatch.setattr(perf, "resource", types.SimpleNamespace(
+            RUSAGE_SELF=0, getrusage=lambda who: usage))
     cpuinfo = []
     for cpu in range(8):
         cpuinfo += [f"processor\t: {cpu}", "model name\t: Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz",
@@ -57,7 +63,7 @@ def steady_canary(speed=1.0):
     return {"read": lambda: dict(reading), "last": dict(reading), "readings": [dict(reading)]}
 
 
-def run(tmp_path, capsys, canary=steady_canary):
+def lab_run(tmp_path, capsys, canary=steady_canary):
     """The run's results and manifest as written, and its warning lines; the pictures are not
     drawn (test_plots draws them)."""
     with pytest.MonkeyPatch.context() as m:
@@ -84,7 +90,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     blas = [{"internal_api": "openblas", "version": "0.3.27", "num_threads": 8,
              "threading_layer": "pthreads", "architecture": "Haswell", "filepath": "libopenblas.so"}]
     monkeypatch.setattr(perf, "blas_info", lambda: blas)
-    res, man, out = run(tmp_path, capsys)
+    res, man, out = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert hw["cpu_model"].startswith("Intel(R) Core(TM) i5-8250U")
     assert (hw["vendor"], hw["family"], hw["model"]) == ("GenuineIntel", 6, 142)
@@ -130,7 +136,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
                 f.write_text(str(int(int(f.read_text()) * 0.75)) + "\n")
         return out
     monkeypatch.setattr(perf, "spawn_one", then_throttle)
-    res, _, out = run(tmp_path, capsys)
+    res, _, out = lab_run(tmp_path, capsys)
     assert res["conditions"]["verdict"] == "disturbed"
     assert res["conditions"]["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
     # The CPUs' mean clock: 1600 + 100 * (0..7) MHz = 1950, then three quarters of it.
@@ -184,9 +190,9 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
     faults, rss, real_info = itertools.count(0, 100), psutil.Process().memory_info().rss, \
         psutil.Process.memory_info
 
+    @functools.wraps(real_info)  # whatever psutil hangs on it (its oneshot() cache) kept
     def memory_info(self):
         return WindowsMemory(rss, rss, next(faults))
-    memory_info.__dict__.update(real_info.__dict__)  # psutil's oneshot cache hooks
     monkeypatch.setattr(psutil.Process, "memory_info", memory_info)
     umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # an i5-8250U's numpy
     monkeypatch.setattr(umath, "__cpu_features__", {"SSE2": True, "AVX2": True, "FMA3": True,
@@ -195,7 +201,7 @@ def test_windows_no_resource_no_proc_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(umath, "__cpu_dispatch__", ["SSE41", "AVX2", "FMA3", "AVX512F"])
     kernels(monkeypatch, {"add": "AVX2", "maximum": "AVX2", "subtract": "AVX2", "exp": "AVX2",
                           "divide": "AVX2", "sqrt": "AVX2"})
-    res, man, _ = run(tmp_path, capsys)
+    res, man, _ = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert "page_faults" not in hw["unavailable"]
@@ -219,7 +225,7 @@ def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)  # an i7
     monkeypatch.setattr(platform, "processor", lambda: "i386")  # what an Intel Mac's Python says
-    res, _, _ = run(tmp_path, capsys)
+    res, _, _ = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert hw["cpu_model"] == "i386"  # no sysctl answer (a failed call): platform's
     assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
@@ -262,7 +268,7 @@ def apple_silicon(monkeypatch, tmp_path):
 
 def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, monkeypatch):
     apple_silicon(monkeypatch, tmp_path)
-    res, man, out = run(tmp_path, capsys)
+    res, man, out = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert (hw["machine"], hw["cpu_model"], hw["physical_cores"], hw["smt"]) == (
         "arm64", "Apple M2 Pro", 10, False)
@@ -286,7 +292,7 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
 
 
 def efficiency_cores():
-    """Canaries as on a Mac whose efficiency cores took every second process: x2 in both parts
+    """Canaries as on a Mac whose efficiency cores took every second process: x2 in both kernels
     (the default-heap worker's first, then warm 1 fast, warm 2 slow)."""
     made = itertools.count()
     return lambda: steady_canary(2.0 if next(made) % 2 == 0 else 1.0)
@@ -294,7 +300,7 @@ def efficiency_cores():
 
 def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, monkeypatch):
     apple_silicon(monkeypatch, tmp_path)
-    res, _, out = run(tmp_path, capsys, canary=efficiency_cores())
+    res, _, out = lab_run(tmp_path, capsys, canary=efficiency_cores())
     assert list(res["canary"]["left_out"]) == ["warm 2"]
     # one of two: half, against the run (the machine's real load is not this test's: its checks
     # may fail too on a busy machine)
@@ -306,7 +312,7 @@ def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, 
 
 def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
     monkeypatch.setattr(perf, "blas_info", lambda: [])
-    res, _, out = run(tmp_path, capsys)
+    res, _, out = lab_run(tmp_path, capsys)
     assert res["threads"]["blas_threads"] is None
     assert "sees no BLAS" in out
     assert res["config"]["one_thread_rounds"] == [] and res["analysis"]["threading_windows"] == []

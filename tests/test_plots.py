@@ -27,12 +27,12 @@ def awkward():
     res = synthetic.run(times_ms={64: {**synthetic.TIMES_MS[64], "av": 0.010},
                                   512: {**synthetic.TIMES_MS[512], "av": 0.90}},
                         verdict="disturbed", reasons=[
-                            "other processes used 1.02 CPUs on average while the workers ran, and "
-                            "the run left 0 cores free (limit 0.25)",
+                            "other processes and interrupts used 1.02 CPUs on average while the "
+                            "workers ran, and the run left 0 cores free (limit 0.25)",
                             "the later canary readings ran slower (speed -26%): on a laptop, "
                             "turbo can end as its power budget runs out"])
     # warm 3 left out (its figures from four of five processes at every T)
-    res["canary"]["left_out"] = {"warm 3": {"canary_part": "blas", "ratio": 2.1, "other_ratio": 1}}
+    res["canary"]["left_out"] = {"warm 3": {"canary_kernel": "blas", "ratio": 2.1, "other_ratio": 1}}
     for row in res["sweep"]:
         row["processes"].remove("warm 3")
     res["sweep_default_heap"][-1]["forward_s"] *= 4
@@ -239,8 +239,8 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
     bars, rings = figure_of(perf.plot_perf, res), figure_of(perf.plot_roofline, res)
     # How many processes made the figures (a range where one T has fewer), of how many warm
-    # ones; the samples, their length; the canary part and limit that set samples aside, each T's
-    # count; who was left out, by which part.
+    # ones; the samples, their length; the canary kernel and limit that set samples aside, each T's
+    # count; who was left out, by which kernel.
     counts = sorted({len(r["processes"]) for r in res["sweep"]})
     for mark, text in (("bars", said(bars)), ("rings", said(rings))):
         m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
@@ -249,12 +249,12 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
             list(map(str, dict.fromkeys([counts[0], counts[-1]]))), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
         assert (int(m[1]), float(m[2])) == (cfg["samples_per_T"], cfg["min_time_s"] * 1e3)
-        m = re.search(r"the canary's (\w+) part over ([\d.]+)x its process's reference", text)
-        assert (m[1], float(m[2])) == (res["canary"]["sample_part"], res["canary"]["sample_slow_ratio"])
+        m = re.search(r"the canary's (\w+) kernel over ([\d.]+)x its process's reference", text)
+        assert (m[1], float(m[2])) == (res["canary"]["sample_kernel"], res["canary"]["sample_slow_ratio"])
         assert {int(T): int(n) for n, T in re.findall(r"(\d+) at T=(\d+)(?: \(x[\d.]+\))?[,;]", text)} == {
             r["T"]: r["samples_set_aside"] for r in res["sweep"]}
         assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [
-            (k, v["canary_part"]) for k, v in res["canary"]["left_out"].items()]
+            (k, v["canary_kernel"]) for k, v in res["canary"]["left_out"].items()]
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ((?:\d+(?: \(none kept: all feed\))?(?:, )?)+)\)",
                   said(bars))

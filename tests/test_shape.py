@@ -19,7 +19,7 @@ def part_two_line(source):
 
 PART_II = part_two_line(SOURCE)
 PART_I_LINES = 900  # the lab a learner reads, from the top to the harness's banner
-MAX_LINES = 2235    # the whole: issue 53's cap, a guard with room below it, not an aim
+MAX_LINES = 2235    # the whole: issue 53's cap, a guard and not an aim
 
 
 def local_names(fn):
@@ -144,7 +144,7 @@ def sections_named(doc, source):
     """For each question of the module docstring's map (its "- " lines), the sections of the
     definitions it names."""
     where = section_of(source)
-    questions = doc[doc.index("Where to"):].split("\n- ")[1:]
+    questions = doc[doc.index("Where:"):].split("\n- ")[1:]
     return [{where[w] for w in re.findall(r"\w+", q) if w in where} for q in questions]
 
 
@@ -156,7 +156,8 @@ def moved_to_end(source, name):
 
 
 def runs(sections):
-    """How many stretches of neighbouring sections a set of section numbers makes."""
+    """How many stretches of neighbouring sections a set of section numbers makes. A stretch is
+    counted in sections (the lines between two banners, however many), not in lines."""
     return sum(1 for i in sections if i - 1 not in sections)
 
 

@@ -2,7 +2,7 @@
 out by hand in the test: a process's PROCESS_QUANTILE and the median over processes, their
 spreads and groups, the order-statistic intervals and their coverage, the samples that last
 min_time, a row's pooling (what the canary set aside, the processes that feed it), the
-one-thread windows, the copy ceilings, the plateau rule and the ridge's interval."""
+one-thread windows, the copy ceilings, the plateau rule and the ridge's range."""
 import math
 
 import numpy as np
@@ -80,7 +80,7 @@ def test_a_sample_is_its_forwards_mean_per_op_with_the_canary_s_pair_around_it(m
     # 1, 2 and 6 s an op: 3 s), and their count.
     given = iter([dict.fromkeys(perf.OPS + ("total",), t) for t in (1.0, 2.0, 6.0)])
     monkeypatch.setattr(perf, "attention_forward_timed", lambda *args: next(given))
-    three = lambda fn, t: ([fn() for _ in range(3)], (3, 0.0, {}))[1]  # noqa: E731
+    three = lambda fn, t: ([fn() for _ in range(3)], (3, {}))[1]  # noqa: E731
     assert perf.sample_forwards(x, mha, mask, 0.01, three) == {**dict.fromkeys(perf.OPS, 3.0),
                                                                "n": 3}
 
@@ -246,12 +246,12 @@ def test_plateau_rule_at_its_boundary():
     assert past["beta_peak_GBps"] == 100 and past["beta_peak_interval"] == [100, 100]
 
 
-def test_ridge_interval_by_hand():
+def test_ridge_range_by_hand():
     measured = {"beta_peak_GBps": 20.0, "beta_peak_interval": [16.0, 25.0],
                 "pi_peak_GFLOPS": 150.0, "pi_peak_interval": [120.0, 200.0], "levels": {}}
     c = perf.with_ridge(measured)
     # ridge 150 / 20 = 7.5; interval: lowest pi over highest beta, highest over lowest.
-    assert c["ridge"] == 7.5 and c["ridge_interval"] == [120 / 25, 200 / 16]
+    assert c["ridge"] == 7.5 and c["ridge_range"] == [120 / 25, 200 / 16]
 
 
 def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_run_s():
@@ -265,14 +265,13 @@ def test_with_phase_1_s_ceilings_pi_goes_untimed_and_the_copies_are_still_this_r
     # ridge is a point; the copies' levels stay this run's.
     levels = {"L2": [(20, None)] * 5, "L3": [(40, 44)] * 5, "DRAM": [(20, 30)] * 5}
     given = {"beta_peak_GBps": 15.0, "pi_peak_GFLOPS": 250.0, "source": "phase1", "depends_on": "x"}
-    c = perf.with_ridge(perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in
-                                               copy_workers(levels, [29] * 5)], [],
-                                              {**SPEC, "time_pi": False}, given))
+    c = perf.combine_ceilings([{"ceiling_rates": {**r, "matmul": None}} for r in
+                               copy_workers(levels, [29] * 5)], [], {**SPEC, "time_pi": False}, given)
     assert (c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["source"]) == (15.0, 250.0, "phase1")
     assert c["beta_peak_interval"] == [15.0] * 2 and c["pi_peak_interval"] == [250.0] * 2
     assert [c[f"{k}_{f}"] for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")] \
         == [None] * 4  # no repeats of this run's stand behind Phase 1's numbers
-    assert c["ridge"] == pytest.approx(250 / 15) and c["ridge_interval"] == [250 / 15] * 2
+    assert c["ridge"] == pytest.approx(250 / 15) and c["ridge_range"] == [250 / 15] * 2
     assert c["levels"]["DRAM"]["GBps_1thread"] == 20 and c["levels"]["DRAM"]["GBps"] == 30
     # A cache's roof is set against the DRAM roof the run draws and places by: Phase 1's beta. An
     # L3 copy within 10 % of this run's DRAM copy (33 <= 1.1 x 30) stands 2.2x above Phase 1's 15.

@@ -9,8 +9,6 @@ this repository establishes", and the first paragraph of each Block E answer."""
 import json
 import re
 
-import pytest
-
 import bindings
 import rebind
 import synthetic
@@ -53,7 +51,7 @@ def chain():
     ridges = [7 + 2 * i / (RUNS - 1) for i in range(RUNS)]
     runs = [synthetic.drifted(r, m, pi / ridge, 1 + 0.02 * i, t0 + 50 * i)
             for i, ridge in enumerate(ridges)]
-    runs[RUNS // 2][0]["canary"]["left_out"] = {"warm 9": {"canary_part": "blas", "ratio": 1.8}}
+    runs[RUNS // 2][0]["canary"]["left_out"] = {"warm 9": {"canary_kernel": "blas", "ratio": 1.8}}
     return runs
 
 
@@ -74,11 +72,6 @@ def swap(runs, i):
              if not holds(new["r"], new["m"])]
     return texts, said
 
-
-@pytest.fixture
-def reruns_restored():
-    yield
-    bindings.use_reruns(json.loads((EXP / "reruns.json").read_text())["runs"])
 
 
 def test_the_synthetic_chain_crosses_d_k_over_2():

@@ -17,7 +17,7 @@ def cpu(wall, busy, all_cpu_s, steal=0.0, procs=None, at=1000.0):
 
 def worker(preempted=0, sampling_s=10.0, MHz=(), compute_us=(40, 40, 40, 40), blas_x=1.5):
     """A warm worker's record: its preemptions, cpufreq's MHz (none: a VM) and its canary's
-    one-thread compute part, a reading per batch."""
+    one-thread compute kernel, a reading per batch."""
     return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz),
             "canary_readings": [{"compute": us / 1e6, "blas": blas_x * us / 1e6} for us in compute_us]}
 
@@ -50,8 +50,8 @@ def test_the_same_busy_process_on_a_machine_without_spare_cores_disturbs_and_is_
     v = verdict(a=perf.interference_checks(before, after, 15.0, 0, [worker(0)], others))
     assert v["verdict"] == "disturbed"
     assert v["failed"] == [{
-        "check": "other_processes_cpus", "reason": "other processes used 1.00 CPUs on average "
-        "while the workers ran, and the run left 0 cores free (limit 0.25)",
+        "check": "other_processes_cpus", "reason": "other processes and interrupts used 1.00 CPUs on "
+        "average while the workers ran, and the run left 0 cores free (limit 0.25)",
         "remedy": "close cpu-hog (0.95 CPUs) and rerun", "do": "close cpu-hog"}]
     # Nobody stood out (many small processes): the remedy names none.
     v = verdict(a=perf.interference_checks(before, after, 15.0, 0, [worker(0)],
@@ -140,7 +140,7 @@ def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
 
 
 def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
-    # No MHz (a VM, macOS, Windows). The first warm worker's compute part reads 40, 40, 41, 60 us:
+    # No MHz (a VM, macOS, Windows). The first warm worker's compute kernel reads 40, 40, 41, 60 us:
     # its 25th percentile (numpy's linear) is 40; the last's reads 50, 50, 52, 80: 50. The
     # speed fell by 1 - 40/50 = 20 %, past the limit of 10 %: judged, and failed.
     first, last = worker(compute_us=(40, 40, 41, 60)), worker(compute_us=(50, 50, 52, 80))
@@ -164,8 +164,8 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     episode = worker(compute_us=(40, 40, 60, 60))
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \
         "quiet"
-    # A process slower on one part: the last process's compute part x1.3 for its life, its
-    # BLAS part as the first's: the smaller fall of the two parts, none, is the clock's.
+    # A process slower on one kernel: the last process's compute kernel x1.3 for its life, its
+    # BLAS kernel as the first's: the smaller fall of the two kernels, none, is the clock's.
     one_part = worker(compute_us=(52, 52, 53, 78), blas_x=1.5 * 40 / 52)
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, one_part]))["verdict"] == \
         "quiet"
@@ -190,22 +190,22 @@ def rows_and_warm(references, aside=0):
 
 
 def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays_quiet():
-    # Warm 3's BLAS part x2.0 the others', its compute part as theirs.
+    # Warm 3's BLAS kernel x2.0 the others', its compute kernel as theirs.
     rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(warm)
-    assert left == {"warm 3": {"canary_part": "blas", "ratio": 2.0, "other_ratio": 1.0}}
+    assert left == {"warm 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
     v = verdict(c=perf.canary_checks(rows, warm, left))
-    # Left out, and not counted against the run: its compute part ran as the others'.
+    # Left out, and not counted against the run: its compute kernel ran as the others'.
     assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
-    # A compute part x1.3 in one process: under PROCESS_SLOW, kept.
+    # A compute kernel x1.3 in one process: under PROCESS_SLOW, kept.
     assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
-    # Just past the limit, in either part: left out.
+    # Just past the limit, in either kernel: left out.
     past = perf.PROCESS_SLOW * 1.01
     assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["warm 10"]
 
 
 def test_every_process_slow_on_a_different_part_leaves_none_out():
-    """Two processes, each slow against the other on another canary part (a busy neighbour can do
+    """Two processes, each slow against the other on another canary kernel (a busy neighbour can do
     that): leaving both out would leave no process to feed the figures; both are kept."""
     rows, warm = rows_and_warm([(1, 2.0), (2.0, 1)])
     assert perf.slow_processes(warm) == {}
@@ -217,41 +217,41 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     monkeypatch.setattr(platform, "system", lambda: "Linux")  # the remedy is the OS's (a Mac's:
     # test_platforms)
     # A hybrid laptop whose efficiency cores took half the processes: five of ten at x2 in both
-    # parts. Each slow one's others' fast side is a fast one's: all five left out, half: disturbed.
+    # kernels. Each slow one's others' fast side is a fast one's: all five left out, half: disturbed.
     rows, warm = rows_and_warm([(1, 1), (2, 2)] * 5)
     left = perf.slow_processes(warm)
     assert sorted(left) == sorted(f"warm {i}" for i in (2, 4, 6, 8, 10))
     v = verdict(c=perf.canary_checks(rows, warm, left))
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
-    assert f["reason"].startswith("5 of the 10 warm processes ran both canary parts slow (over "
+    assert f["reason"].startswith("5 of the 10 warm processes ran both canary kernels slow (over "
                                   "1.25x the others' fast side, one over 1.6x) for nearly their "
                                   "whole life: warm 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
-    # Five of ten slow on the BLAS part alone, their compute part as the others': all five left
+    # Five of ten slow on the BLAS kernel alone, their compute kernel as the others': all five left
     # out, the run quiet.
     rows, warm = rows_and_warm([(1, 1), (1.1, 2)] * 5)
     left = perf.slow_processes(warm)
     assert len(left) == 5 and verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
-    # Their other part just past BOTH_PARTS_SLOW: both parts slow, half, disturbed.
-    rows, warm = rows_and_warm([(1, 1), (perf.BOTH_PARTS_SLOW * 1.01, 2)] * 5)
+    # Their other kernel just past BOTH_KERNELS_SLOW: both kernels slow, half, disturbed.
+    rows, warm = rows_and_warm([(1, 1), (perf.BOTH_KERNELS_SLOW * 1.01, 2)] * 5)
     left = perf.slow_processes(warm)
     assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "disturbed"
-    # Six of ten slow on the BLAS part alone: set against the others' fast side, not their
+    # Six of ten slow on the BLAS kernel alone: set against the others' fast side, not their
     # median, all six are left out.
     rows, warm = rows_and_warm([(1, 1)] * 4 + [(1.05, 2)] * 6)
     left = perf.slow_processes(warm)
     assert set(left) == {f"warm {i}" for i in range(5, 11)}
     assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
-    # Four of ten slow on both parts: quiet, the four left out.
+    # Four of ten slow on both kernels: quiet, the four left out.
     rows, warm = rows_and_warm([(1, 1)] * 6 + [(2, 2)] * 4)
     assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
         "quiet"
 
 
 def test_two_warm_processes_one_slow_is_half_and_one_process_is_not_judged():
-    # --quick: two warm processes, one x2 on both parts against the other: half, disturbed.
+    # --quick: two warm processes, one x2 on both kernels against the other: half, disturbed.
     rows, warm = rows_and_warm([(1, 1), (2, 2)])
     assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
         "disturbed"

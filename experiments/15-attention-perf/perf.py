@@ -1,15 +1,14 @@
 """Lab 03 of Phase 15: where the time of a naive numpy attention forward goes.
 
 Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op on
-this machine's roofline, and writes results.json, manifest.json (Block F), perf.png (Block C) and
-roofline.png (Block D) here, or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python
-perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A.
-The code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
+this machine's roofline, and writes results.json, manifest.json, perf.png and roofline.png here
+or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick is a smoke test,
+--replot redraws the pictures, --compare A B sets B beside A. The code measured is naive on
+purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I, the lab (Blocks A to F in the lab's order): its code names nothing of Part II, the
-harness, which calls it and hands it what it measured as records (Part I reads their keys): the
-machine, quiet or disturbed (the watch, which samples feed, the verdict), the ceilings, the ops
-taken apart, the workers, a run (run_lab), --compare, the command line. Where to look:
+Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
+calls it and hands it records (Part I reads their keys): the machine, quiet or disturbed, the
+ceilings, the ops taken apart, the workers, a run (run_lab), --compare, the command line. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields), and "Quiet or disturbed"'s first
   part, the watch (watched_samples, watched, after_sample, measuring), and mark_samples after it;
@@ -19,8 +18,8 @@ taken apart, the workers, a run (run_lab), --compare, the command line. Where to
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: its section, from the watch to the verdict (judge_run), and run_lab, which
   calls judge_processes and judge_run;
-- beta and pi: the ceilings' section (Phase 1's, if given: read_ceilings; else timed: copy_buffers
-  to combine_ceilings), whose repeats are Block B's (run_for; quantile_estimate: the interval).
+- beta and pi: the ceilings' section, who times them and when included (Phase 1's, given:
+  read_ceilings; the ridge), their repeats Block B's (run_for; quantile_estimate: the interval).
 """
 
 import argparse
@@ -88,7 +87,8 @@ class UsageError(Exception):
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, joining T2_OPS or PROJECTIONS, its function,
 # both forwards), Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it fuses),
-# tests/' by-hand checks (test_model, test_costs, synthetic.py's TIMES_MS), the committed run.
+# tests/' by-hand checks (test_model, test_costs, synthetic.py's TIMES_MS), and a new chain (the
+# committed run, the reruns whose op summaries reruns.json keeps: tests/bindings.py).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -167,9 +167,8 @@ def attention_forward(x, mha, mask=None):
 
 def attention_forward_timed(x, mha, mask=None):
     """attention_forward with time.perf_counter_ns() around the ops (numpy is eager: a result
-    exists when its call returns): seconds per op of one forward in the lab's dict (OPS, and total,
-    the ops' sum by construction: the lab's key, which nothing else reads); made after the last
-    stamp."""
+    exists when its call returns): one forward's seconds per op in the lab's dict, made after the
+    last stamp (OPS, and total, their sum by construction: the lab's key, which nothing reads)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -216,10 +215,10 @@ def run_for(fn, min_time, now=time.perf_counter_ns):
 
 def sample_forwards(x, mha, mask, min_time, run_batch=None):
     """One sample (as the banner above says). `run_batch(fn, min_time)`, the harness's, runs the
-    batch in run_for's place and returns (n, seconds, {what it adds to the sample})."""
+    batch in run_for's place and returns (n, {what it adds to the sample})."""
     forwards = []
     call = lambda: forwards.append(attention_forward_timed(x, mha, mask))  # noqa: E731
-    n, _, added = run_batch(call, min_time) if run_batch else (*run_for(call, min_time), {})
+    n, added = run_batch(call, min_time) if run_batch else (run_for(call, min_time)[0], {})
     return {**{k: math.fsum(t[k] for t in forwards) / n for k in OPS}, "n": n, **added}
 
 
@@ -272,7 +271,7 @@ def quantile_estimate(values, key, q=0.5):
 
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s, the median of the processes' estimates, its interval; both spreads; mean, SD."""
+    time_s (time_s_said's rule), its interval; both spreads; mean, SD."""
     # A process's estimate: the PROCESS_QUANTILE of its times (assumed: noise only adds).
     each = [float(np.percentile(times, 100 * PROCESS_QUANTILE)) for times in by_process]
     pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
@@ -372,13 +371,13 @@ def footer(fig, res, marks, protocol):
                  "(its interval covers them only)", est["process_quantile"])
              + f" ({cfg['samples_per_T']} per T in all, each >= "
              f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary's "
-             f"{res['canary']['sample_part']} part over {res['canary']['sample_slow_ratio']}x its "
-             "process's reference: "
+             f"{res['canary']['sample_kernel']} kernel over {res['canary']['sample_slow_ratio']}x "
+             "its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
                  + " (all feed: it kept none)" * (r["figures_from"] != "kept samples")
                  for r in res["sweep"]) + "".join(
-                 f"; {k} left out (canary {v['canary_part']} x{v['ratio']:.1f})"
+                 f"; {k} left out (canary {v['canary_kernel']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}{unchecked(cond)}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])]
@@ -465,8 +464,8 @@ def plot_perf(res):
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
                  f"{dflt_row['sample_count']} samples per T from {dflt_row['processes_sampled']} "
                  "default-heap process (set aside: " + ", ".join(
-                     str(r["samples_set_aside"]) + " (none kept: all feed)" * (
-                         "none" in r["figures_from"]) for r in res["sweep_default_heap"]) + ")")
+                     str(r["samples_set_aside"]) + " (none kept: all feed)" * (r["figures_from"]
+                     != "kept samples") for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -478,7 +477,7 @@ def plot_perf(res):
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes, named as the comment under
-    the return says: the one byte model the costs, working sets, laptop and memory estimate read."""
+    the return says: the one byte model the costs, working sets, laptop and memory need read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
     return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
@@ -528,19 +527,11 @@ working_set = functools.partial(call_bytes, table=OP_ARRAYS)
 FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written (Phase 27)
 
 
-def with_ridge(ceilings):
-    """The ceilings (beta, pi and their intervals: the harness's) with the ridge pi / beta and its
-    interval from theirs, a range of no stated coverage: lowest pi over highest beta, and back."""
-    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
-    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
-                       "ridge_interval": [p_lo / b_hi, p_hi / b_lo]}
-
-
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    inside the ridge's interval) and the smallest level's its working set fits (level_bound)."""
+    inside the ridge's range) and the smallest level's its working set fits (level_bound)."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
-    lo, hi = ceilings["ridge_interval"]
+    lo, hi = ceilings["ridge_range"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
     flops_all = sum(f for f, _ in cost.values())
     for op, (flops, nbytes) in cost.items():
@@ -576,7 +567,7 @@ def ring_sizes(points):
 
 def draw_roofs(ax, res, xs):
     """DRAM's roof (beta) and pi in black with beta's interval as a band, each level with a roof
-    of its own fainter, the ridge and its interval; the legend handles."""
+    of its own fainter, the ridge and its range; the legend handles."""
     c = res["ceilings"]
     beta, pi, (lo, hi) = c["beta_peak_GBps"], c["pi_peak_GFLOPS"], c["beta_peak_interval"]
     dram = c["levels"]["DRAM"]
@@ -607,9 +598,9 @@ def draw_roofs(ax, res, xs):
             who = "all CPUs" if lv["GBps_from"] == "all_cpus" else "one thread"
             handles += ax.plot(xs, np.minimum(pi, lv["GBps"] * xs), color="0.55", lw=1, ls=next(
                 styles), label=f"{name} roof, {who}: {lv['GBps']:.0f} GB/s ({size} working set)")
-    r_lo, r_hi = c["ridge_interval"]
+    r_lo, r_hi = c["ridge_range"]
     handles.append(ax.axvspan(r_lo, r_hi, color="0.92", zorder=0, label=(
-        f"ridge {c['ridge']:.2f} FLOP/B; from beta's and pi's intervals,\n  "
+        f"ridge {c['ridge']:.2f} FLOP/B; its range from beta's and pi's intervals,\n  "
         f"{r_lo:.2f}-{r_hi:.2f}: ops inside it are 'near the ridge'" if r_lo < r_hi else
         f"ridge {c['ridge']:.2f} FLOP/B ({src}'s beta and pi: no interval)")))
     ax.axvline(c["ridge"], color="0.7", lw=0.8, zorder=0)
@@ -700,8 +691,7 @@ def thresholds(d_k, ridge):
                 "T_threshold": threshold_T(d_k, ridge, 4), "asymptotic_intensity": d_k / 4}}
 
 
-LAB_LAPTOP = {"caches_bytes": {"L3": 6 << 20},
-              "pi_GFLOPS": 250, "beta_GBps": [15, 19]}  # the curriculum's laptop, an i5-8250U
+LAB_LAPTOP = {"caches_bytes": {"L3": 6 << 20}, "pi_GFLOPS": 250, "beta_GBps": [15, 19]}
 
 
 def on_lab_laptop(d_model, n_heads):
@@ -714,20 +704,15 @@ def on_lab_laptop(d_model, n_heads):
 
 
 def expected_observations(rows):
-    """The lab's three expected observations (Block C), each held or not, with its numbers."""
+    """The lab's three expected observations (listed in its Block C), each held or not."""
     shares = {r["T"]: {op: r["ops"][op]["time_share"] for op in OPS} for r in rows}
-    proj = lambda T: sum(shares[T][op] for op in PROJECTIONS)  # noqa: E731
-    smallest = {str(T): min(OPS, key=share.get) for T, share in shares.items()}
-    t2 = lambda T: sum(shares[T][op] for op in T2_OPS)  # noqa: E731
-    return [{"claim": claim, "held": held, "projections_share": proj(T), "T2_ops_share": t2(T)}
-            for claim, held, T in (
-                (f"At T={min(shares)} the projections ({' + '.join(PROJECTIONS)}) dominate",
-                 proj(min(shares)) > 0.5, min(shares)),
-                (f"At T={max(shares)} the T^2 ops ({', '.join(T2_OPS)}) dominate",
-                 t2(max(shares)) > 0.5, max(shares)))] + [
-        {"claim": "softmax is never the smallest component",
-         "held": "softmax" not in smallest.values(),
-         "softmax_share_per_T": {str(T): share["softmax"] for T, share in shares.items()}}]
+    lo, hi = min(shares), max(shares)
+    return [{"claim": f"At T={lo} the projections ({' + '.join(PROJECTIONS)}) dominate",
+             "held": sum(shares[lo][op] for op in PROJECTIONS) > 0.5},
+            {"claim": f"At T={hi} the T^2 ops ({', '.join(T2_OPS)}) dominate",
+             "held": sum(shares[hi][op] for op in T2_OPS) > 0.5},
+            {"claim": "softmax is never the smallest component",
+             "held": all(min(OPS, key=share.get) != "softmax" for share in shares.values())}]
 
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
@@ -946,7 +931,7 @@ def machine_facts(freq):
         ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
          "container, or not Linux): the governor cannot be read or set here"),
         ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
-         "parts stand in for the clock (assumed: a slower clock slows both)"),
+         "kernels stand in for the clock (assumed: a slower clock slows both)"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
         ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
         if missing}
@@ -1010,20 +995,21 @@ def threads_warning(results):
 # processes feed the figures, (3) the verdict. From outside: the machine's record (cores, hypervisor
 # flag), the BLAS threads that ran. Beside it, not in it: threads_warning's and report's warnings.
 # (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
-# workload read between every two batches (watched); after each sample, the timers' cost and, in
-# a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz, preemptions
-# (machine_around, watched_samples); the conditions it measures in (measuring: heap, threads, gc).
+# workload read between every two sample batches (watched; calls_at's and the ceilings' batches go
+# unwatched); after each sample, the timers' cost and, in a one-thread round, its repeat
+# (after_sample); page faults, cpufreq's MHz, preemptions (machine_around, watched_samples); the
+# set-up it measures in (measuring: heap, threads, gc).
 
 def make_canary():
-    """The canary: one thread computing (exp over 64 KiB), the BLAS (a 128² matmul, its threads),
-    each timed after one untimed call. `read`: {part: seconds}; `last`, `readings`: what it read."""
+    """The canary's kernels: exp over 64 KiB (one thread), the BLAS's 128² matmul (on the threads it
+    takes), each timed after an untimed call. `read`: {kernel: seconds}; `last`, `readings`."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
-    parts = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
+    kernels = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
 
     def read():
         reading = {}
-        for name, (fn, n) in parts.items():
+        for name, (fn, n) in kernels.items():
             fn()
             t0 = time.perf_counter_ns()
             for _ in range(n):
@@ -1034,15 +1020,15 @@ def make_canary():
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) on `blas_threads` between two canary readings: (calls, seconds, {"canary_around":
-    [before, after]}); the after is the next batch's before (between: an untimed forward, or the
-    timer pairs)."""
+    """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
+    after]}); the after is the next batch's before (between: an untimed forward, or the timer
+    pairs)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
-        n, seconds = run_for(fn, min_time)
+        n = run_for(fn, min_time)[0]
     canary["last"] = canary["read"]()
     canary["readings"].append(canary["last"])
-    return n, seconds, {"canary_around": [before, canary["last"]]}
+    return n, {"canary_around": [before, canary["last"]]}
 
 
 TIMER_PAIR_SHARE = 1 / 24  # pairs for this share of a sample's forwards: a timed, an untimed
@@ -1127,7 +1113,7 @@ def warm_heap():
 
 @contextlib.contextmanager
 def measuring(task):
-    """A worker's conditions while it measures: its heap kept (warm), its BLAS threads fixed, gc off
+    """A worker's set-up while it measures: its heap kept (warm), its BLAS threads fixed, gc off
     (a collection inside a batch would be timed). Its record: heap, blas_threads, ended, cpu_s."""
     worker = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
         "mode": "default", "control": "the allocator's defaults"}}
@@ -1146,24 +1132,23 @@ def measuring(task):
 # nearly all its life left out (slow_processes); pool_row pools the rest as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-SAMPLE_PART = "compute"   # the canary part a sample is judged on (set by hand: the BLAS part
-                          # judges whole processes only)
-SAMPLE_SLOW = 1.25        # a sample is set aside when SAMPLE_PART took this x its reference
-PROCESS_SLOW = 1.6        # a warm process is left out when a part's reference is this x others'
+SAMPLE_KERNEL = "compute"  # the kernel a sample is judged on (set by hand; a process, on both)
+SAMPLE_SLOW = 1.25        # a sample is set aside when SAMPLE_KERNEL took this x its reference
+PROCESS_SLOW = 1.6        # a warm process is left out when a kernel's reference is this x others'
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
 
 
 def canary_quantile(readings, q):
-    """Per part, a process's canary readings' q-quantile (at REFERENCE_QUANTILE: its reference)."""
-    return {part: float(np.quantile([r[part] for r in readings], q)) for part in readings[0]}
+    """Per kernel, a process's canary readings' q-quantile (REFERENCE_QUANTILE: its reference)."""
+    return {k: float(np.quantile([r[k] for r in readings], q)) for k in readings[0]}
 
 
 def mark_samples(worker, reference):
-    """Each sample of a worker (one-thread ones too) gets canary_ratio: SAMPLE_PART at the faster of
-    its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
+    """Each sample of a worker (one-thread ones too) gets canary_ratio: SAMPLE_KERNEL at the faster
+    of its two readings over its reference (assumed: one slow reading alone is an interrupt)."""
     for sample in (s for rec in worker["by_T"].values()
                    for s in rec["samples"] + rec.get("one_thread", [])):
-        sample["canary_ratio"] = min(reading[SAMPLE_PART] / reference[SAMPLE_PART]
+        sample["canary_ratio"] = min(reading[SAMPLE_KERNEL] / reference[SAMPLE_KERNEL]
                                      for reading in sample["canary_around"])  # before, after
 
 
@@ -1174,17 +1159,17 @@ def set_aside(sample):
 
 def slow_processes(warm_workers):
     """Processes the canary read slow nearly all their life, unseen by their own reference: a canary
-    part over PROCESS_SLOW x the others' fast side. {label: {canary_part, ratio, other_ratio}}."""
+    kernel over PROCESS_SLOW x others' fast side. {label: {canary_kernel, ratio, other_ratio}}"""
     out = {}
     for i, w in enumerate(warm_workers):
         others = warm_workers[:i] + warm_workers[i + 1:]
-        ratios = {part: ref / float(np.quantile(
-                      [other["canary_reference"][part] for other in others], PEER_QUANTILE))
-                  for part, ref in w["canary_reference"].items()} if others else {}
-        if ratios and (ratios[part := max(ratios, key=ratios.get)] > PROCESS_SLOW):
-            out[w["label"]] = {"canary_part": part, "ratio": ratios[part],
+        ratios = {k: ref / float(np.quantile(
+                      [other["canary_reference"][k] for other in others], PEER_QUANTILE))
+                  for k, ref in w["canary_reference"].items()} if others else {}
+        if ratios and (ratios[k := max(ratios, key=ratios.get)] > PROCESS_SLOW):
+            out[w["label"]] = {"canary_kernel": k, "ratio": ratios[k],
                                "other_ratio": min(ratios.values())}
-    return out if len(out) < len(warm_workers) else {}  # all slow, on different parts: no fast side
+    return out if len(out) < len(warm_workers) else {}  # all slow (different kernels): no fast side
 
 
 def judge_processes(dflt, warm_workers):
@@ -1197,7 +1182,7 @@ def judge_processes(dflt, warm_workers):
 
 
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": time_s_said("this run's warm worker processes") + " (its part canary.sample_part, at "
+    "time_s": time_s_said("this run's warm worker processes") + " (its canary.sample_kernel, at "
     "the faster of its readings before and after the sample, at most canary.sample_slow_ratio x "
     "the process's reference); the processes in canary.left_out, and at a T any that kept none "
     "there, feed none; where the canary kept no sample at a T, all their samples (figures_from)",
@@ -1239,14 +1224,14 @@ def pool_sweep(Ts, counted, default_heap_worker):
 # "disturbed", with reasons and remedies; after it a finding beside the verdict, the threads' help.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
-BOTH_PARTS_SLOW = 1.25    # a left-out process counts against the run when its other part, too,
+BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its other kernel, too,
                           # exceeds the others' this much (set by hand); the check needs half
 COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time (last window)
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
 CLOCK_DROP_LIMIT = 0.10   # the clock (or canary) may fall this much, first to last counted worker
-CLOCK_QUANTILE = 0.25     # the canary's parts, first and last counted worker: this quantile
+CLOCK_QUANTILE = 0.25     # the canary's kernels, first and last counted worker: this quantile
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
 PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> python perf.py)",
             "Windows": "pin the run to the fast cores (start /affinity <mask> python perf.py)",
@@ -1328,8 +1313,8 @@ def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
     return {"other_processes_cpus": make_check(
-                others_cpus, limit, f"other processes used {others_cpus:.2f} CPUs on average "
-                f"while the workers ran, and the run left {spare_cores} cores free "
+                others_cpus, limit, f"other processes and interrupts used {others_cpus:.2f} CPUs "
+                f"on average while the workers ran, and the run left {spare_cores} cores free "
                 f"(limit {limit:.2f})", *close),
             "steal_fraction": make_check(
                 steal, STEAL_LIMIT, f"the hypervisor took {100 * (steal or 0):.1f}% of the CPU "
@@ -1342,7 +1327,7 @@ def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
     """Governor and turbo unchanged; the clock not fallen from the first counted worker to the last:
-    cpufreq's MHz, else the smaller fall of the canary parts' fast side (assumed: both slow)."""
+    cpufreq's MHz, else the smaller fall of the canary kernels' fast side (assumed: both slow)."""
     setting = lambda freq: f"{freq['governor']}/{freq['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1354,17 +1339,18 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
     elif len(counted) > 1:
         fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
             counted) - 1]]  # the first and the last
-        drop, basis = min(1 - fast[0][part] / fast[1][part] for part in fast[0]), "canary"
+        drop, basis = min(1 - fast[0][k] / fast[1][k] for k in fast[0]), "canary"
         what = ("the canary took " + " and ".join(
-            f"{1e6 * fast[0][part]:.1f} us ({part}) in the first counted worker and "
-            f"{1e6 * fast[1][part]:.1f} in the last" for part in fast[0]))
+            f"{1e6 * fast[0][k]:.1f} us ({k}) in the first counted worker and "
+            f"{1e6 * fast[1][k]:.1f} in the last" for k in fast[0]))
     else:
         drop, basis, what = None, None, ""
     laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
               "performance governor (sudo cpupower frequency-set -g performance), then rerun; on "
               "a shared machine, rerun later", "performance governor (laptop: AC), or rerun later")
     host = basis == "canary" and virtualized
-    why = "the clock fell" if basis == "cpufreq" else "the later canary readings ran slower"
+    why = "the CPUs' mean scaling_cur_freq fell" if basis == "cpufreq" else \
+        "the later canary readings ran slower"
     remedy = ("on a VM the canary cannot tell the clock from a busier host: rerun later, and set "
               "the runs side by side with --compare", "rerun later") if host else laptop
     return {"governor_or_turbo_changed": make_check(
@@ -1377,22 +1363,22 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
 
 def canary_checks(rows, warm_workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
-    half or more of the warm processes left out with both parts slow."""
+    half or more of the warm processes left out with both kernels slow."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
     n_warm = len(warm_workers)
-    both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_PARTS_SLOW}
+    both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_KERNELS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
-                aside, SET_ASIDE_LIMIT, f"the canary's {SAMPLE_PART} part ran slow around "
+                aside, SET_ASIDE_LIMIT, f"the canary's {SAMPLE_KERNEL} kernel ran slow around "
                 f"{100 * aside:.0f}% of the {what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)"
                 ": too few samples of the machine's fast side remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
             "slow_process": make_check(
                 len(both) if n_warm > 1 else None, (n_warm - 1) // 2,
-                f"{len(both)} of the {n_warm} warm processes ran both canary parts slow (over "
-                f"{BOTH_PARTS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
+                f"{len(both)} of the {n_warm} warm processes ran both canary kernels slow (over "
+                f"{BOTH_KERNELS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
                 "the machine ran slow for a long stretch, or these processes sat in a slow state "
                 "of their own (rerun later), or it has cores of two speeds (performance and "
@@ -1448,14 +1434,15 @@ def cooperation_finding(windows, threads_ran):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings: Phase 1's beta and pi when given (read_ceilings), else timed by Phase 1's kernels.
-# Who: the first CEILING_WORKERS warm workers (ceiling_plan; make_plan, below, hands them its spec);
-# when: last in such a worker (worker_job, below: after its samples and calls_at); how: pi's
-# matmul on the run's BLAS threads (its rate, not the CPU's peak), each copy on one thread (the
-# shared levels' on every logical CPU too), between copy_buffers, each cache's copy sized from the
-# machine's record of cpu0's caches (copy_levels). A repeat: one run_for batch (Block B). A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over the counted workers (else all
-# the warm ones), with quantile_estimate's interval (Block B), or Phase 1's number in its place.
+# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
+# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
+# the first CEILING_WORKERS warm workers (ceiling_plan); when: last in each, after its samples and
+# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
+# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
+# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A repeat: one run_for
+# batch (Block B). A ceiling (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over
+# the counted workers (else all the warm ones), with quantile_estimate's interval (Block B), or
+# Phase 1's number in its place; then the ridge, pi / beta (with_ridge).
 
 def read_ceilings(path):
     """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
@@ -1493,7 +1480,7 @@ SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no 
 
 def copy_buffers(nbytes):
     """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones are (against 4K aliasing, assumed)."""
+    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
     n = nbytes // 8
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
@@ -1548,14 +1535,15 @@ CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' c
 
 
 def ceiling_plan(quick, hardware, n_warm, time_pi):
-    """(spec, how many workers time it): the copies of copy_levels, even beside Phase 1's beta (the
-    caches' roofs, one thread's DRAM copy), and pi's matmul (time_pi: no Phase 1 pi given)."""
+    """Each warm worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
+    copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
     n_ceiling = min(n_warm, CEILING_WORKERS)
     profile = CEILING_PROFILES["quick" if quick else "full"]
-    return {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
+    spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
             "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
             "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
-            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}, n_ceiling
+            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
+    return [spec] * n_ceiling + [None] * (n_warm - n_ceiling)
 
 
 def time_ceilings(spec, min_time):
@@ -1592,10 +1580,18 @@ def copy_estimate(runs):
             "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
 
 
+def with_ridge(ceilings):
+    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
+    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
+    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
+    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
+                       "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
+
+
 def combine_ceilings(counted, warm_workers, spec, given=None):
-    """The ceilings a run uses, from the counted workers' repeats (none timed any: all the warm
-    ones'): each level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than
-    larger; beta and pi (*_peak_*, Phase 1's names: the repeats' fast side), or Phase 1's, given."""
+    """The ceilings, from the counted workers' repeats (none timed any: all the warm ones'): each
+    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
+    and pi (*_peak_*, the lab's names, of the repeats' fast side) or Phase 1's; the ridge."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1617,13 +1613,15 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
          "copy_threads": spec["copy_threads"], "levels": levels}
     if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
         b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
-        return c | given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
+        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
             [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
-    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-    return c | {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-                "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-                "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
+    else:
+        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
+        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
+              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
+    return with_ridge(c)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1632,15 +1630,15 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
 # copy_buffers): comparisons of what each costs, never inputs to the figures.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # every batch this often in turn; the fastest kept (assumed: noise adds)
+CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise adds)
 
 
 def scores_steps(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}."""
+    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}, and S, as scores'."""
     Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
     scale = math.sqrt(Q.shape[1] // h)
     P = Qh @ KhT
-    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}
+    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}, P / scale
 
 
 def softmax_passes(S, mask):
@@ -1662,8 +1660,8 @@ def calls_at(T, task, mha):
     and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
     call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q, K and S, by its own ops
-    steps, S = scores_steps(Q, K, mha.n_heads), scores(Q, K, mha.n_heads)
+    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S by scores' steps
+    steps, S = scores_steps(Q, K, mha.n_heads)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1709,8 +1707,8 @@ def worker_timeout(task):
 
 
 def worker_job(task):
-    """A worker's whole job, in a fresh process or (--in-process) here: under measuring's
-    conditions, its watched samples, calls_at at its Ts, its ceilings if it has them."""
+    """A worker's whole job, in a fresh process or (--in-process) here: in measuring's set-up, its
+    watched samples, calls_at at its Ts, and last its ceilings if it has them."""
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
     with measuring(task) as worker:
         worker |= watched_samples(task, mha)
@@ -1779,7 +1777,8 @@ def make_plan(args, hardware, threads, given):
     rounds = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
     # the round in which a worker repeats its samples on one BLAS thread (none if the BLAS runs one)
     one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    spec, n_ceiling = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
+    specs = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
+    spec, n_ceiling = specs[0], n_warm - specs.count(None)
     l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
@@ -1788,7 +1787,7 @@ def make_plan(args, hardware, threads, given):
                  "timer_pairs": False, "rounds": min(prof["default_heap_samples_per_T"], per_T),
                  "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
     warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "rounds": rounds, "ceiling_spec": spec if i < n_ceiling else None,
+                   "rounds": rounds, "ceiling_spec": specs[i],
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
                   for i in range(n_warm)]  # each T's passes timed by every second warm worker
@@ -1799,7 +1798,7 @@ def spawn_all(plan, in_process):
     """Each task in a fresh worker, in turn, the default-heap one first: their results, in order.
     Progress goes to stderr: stdout is the report, printed once the files are written."""
     start, done = time.perf_counter(), []
-    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", file=sys.stderr)  # noqa
+    say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", file=sys.stderr)
     for n, task in enumerate(plan["tasks"]):
         say(f"worker {task['label']} started: {task['rounds']} samples of each T")
         done.append(spawn_one(task, in_process, worker_timeout(task)))
@@ -1830,11 +1829,12 @@ def refuse_early(args, plan):
     --out that takes no file."""
     spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
-    if (estimate := need(args.T)) > (available := psutil.virtual_memory().available):
+    if (needed := need(args.T)) > (available := psutil.virtual_memory().available):
         lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
                    if need([t for t in args.T if t < T] + [T]) <= available), 0)
-        raise UsageError(f"--T {max(args.T)} needs about {estimate / 2**30:.1f} GiB of memory;"
-                         f" {available / 2**30:.1f} GiB are available" + (
+        raise UsageError(f"--T {max(args.T)} needs about {needed / 2**30:.1f} GiB of memory "
+                         f"({own / 2**30:.2f} of them this process's); {available / 2**30:.2f} "
+                         "GiB are available" + (
                              f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
     made = []
     try:
@@ -1929,9 +1929,9 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
                               "blas_threads".split()} for w in spawned],  # the threads it ran
-        "canary": {"reference_quantile": REFERENCE_QUANTILE, "sample_part": SAMPLE_PART,
+        "canary": {"reference_quantile": REFERENCE_QUANTILE, "sample_kernel": SAMPLE_KERNEL,
                    "sample_slow_ratio": SAMPLE_SLOW, "process_slow_ratio": PROCESS_SLOW,
-                   "peer_quantile": PEER_QUANTILE, "both_parts_slow_ratio": BOTH_PARTS_SLOW,
+                   "peer_quantile": PEER_QUANTILE, "both_kernels_slow_ratio": BOTH_KERNELS_SLOW,
                    "set_aside_limit": SET_ASIDE_LIMIT, "left_out": left_out},
         "definitions": DEFINITIONS, "estimators": {"process_quantile": PROCESS_QUANTILE,
             "ceiling_quantile": CEILING_QUANTILE, "confidence": CONFIDENCE}, **sections,
@@ -1951,8 +1951,7 @@ def run_lab(args, argv):
     left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
     windows = threading_windows(args.T, counted, kept=lambda sample: not set_aside(sample))
-    ceilings = with_ridge(  # Block D's ridge, pi / beta, of the harness's beta and pi
-        combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given))
+    ceilings = combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given)
     for r in rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
@@ -2040,8 +2039,8 @@ def compare_facts(a, b, T):
         str(t)), False, None, None) for t in (x["T"] for x in a["sweep"]) if t <= T]
     facts += [(f"{op}, class per T", lambda r, op=op: " ".join(
         f"{x['T']}:{x['ops'][op]['dram_bound']}" for x in r["sweep"] if x["T"] <= T), False, None,
-        "the ridge's interval is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
-            *a["ceilings"]["ridge_interval"], *b["ceilings"]["ridge_interval"])) for op in OPS]
+        "the ridge's range is {:.2f}-{:.2f} in A and {:.2f}-{:.2f} in B".format(
+            *a["ceilings"]["ridge_range"], *b["ceilings"]["ridge_range"])) for op in OPS]
     out = []
     for fact, get, machine_fact, limit, why in facts:
         va, vb = get(a), get(b)
@@ -2151,14 +2150,10 @@ def report(results, out):
     if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
         warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
                     "frequency-set -g performance")
-    if cold := [(r["T"], r["page_faults_per_forward"]) for r in results["sweep"]
-                if (r["page_faults_per_forward"] or 0) >= 1]:
-        warn.append(f"page faults: from T={cold[0][0]} on, {cold[0][1]:.0f} a forward on the "
-                    f"{results['heap']['mode']} heap: the times include handling them")
     warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
              for f in results["conditions"]["failed"]]
     found = results["conditions"]["findings"]
-    notes = [f"{k} left out: {v['canary_part']} canary x{v['ratio']:.1f} the others' fast side; "
+    notes = [f"{k} left out: {v['canary_kernel']} canary x{v['ratio']:.1f} the others' fast side; "
              f"figures from {processes_feeding(results)} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
     if found["threads_cooperate"]["holds"] is False:
