@@ -470,7 +470,7 @@ SOLUTION = [
     ("**{}** times fewer bytes for", BYTES_SAVED),
     ("from an intensity of **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
-    ("{} fresh warm worker processes", lambda r, m: WORDS[r["config"]["workers"]]),
+    ("{} fresh worker processes", lambda r, m: WORDS[r["config"]["workers"]]),
     ("(the reference's forwards page-faulted ≥ 1 a forward from T = {} on)", lambda r, m: str(min(
         x["T"] for x in r["sweep_default_heap"] if x["page_faults_per_forward"] >= 1))),
     ("(found in **{}** of the", lambda r, m: n_runs(r, m, lambda x: x["plateau"])),

@@ -58,7 +58,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
     for T, ops in times_ms.items():
         base = {"T": T, "sample_count": 100,
                 "processes_sampled": len(process_multiples),
-                "processes": [f"warm {i + 1}" for i in range(len(process_multiples))],
+                "processes": [f"worker {i + 1}" for i in range(len(process_multiples))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
                 "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}

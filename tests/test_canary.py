@@ -132,7 +132,7 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
 
     def make_canary():
         workers.append(1)
-        factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then warm 1, warm 2
+        factor = 1.5 if len(workers) > 2 else 1.0  # the default-heap worker, then worker 1, worker 2
 
         def read():
             return {kernel: factor * t for kernel, t in FAST.items()}  # a slower clock: both kernels slower
@@ -175,9 +175,9 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
     whole_worker(monkeypatch, [{}, {}, {"blas": 2.0}, {}])
     res = lab_run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
-    assert res["canary"]["left_out"] == {"warm 2": {"canary_kernel": "blas", "ratio": 2.0,
+    assert res["canary"]["left_out"] == {"worker 2": {"canary_kernel": "blas", "ratio": 2.0,
                                                     "other_ratio": 1.0}}
-    assert all(r["processes"] == ["warm 1", "warm 3"] for r in res["sweep"])
+    assert all(r["processes"] == ["worker 1", "worker 3"] for r in res["sweep"])
     assert all(len(r["ops"]["softmax"]["process_estimates"]) == 2 for r in res["sweep"])
     # Quiet as far as the canary goes (the machine's own load, read for real, is not this test's).
     assert not {f["check"] for f in res["conditions"]["failed"]} & {
@@ -185,7 +185,7 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
     assert res["conditions"]["checks"]["slow_process"] == {
         "value": 0, "limit": 1, "ok": True}
     perf.report(res, tmp_path)
-    assert "note: warm 2 left out: blas canary x2.0 the others' fast side; figures from 2 of 3" in \
+    assert "note: worker 2 left out: blas canary x2.0 the others' fast side; figures from 2 of 3" in \
         capsys.readouterr().out
 
 

@@ -159,7 +159,7 @@ import json, sys, tracemalloc
 sys.path.insert(0, sys.argv[1])
 import perf
 T = int(sys.argv[2])
-task = {"label": "warm 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
+task = {"label": "worker 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
         "min_time": 0.001, "threads_imposed": None, "heap_mode": "default", "rounds": 1,
         "interleave": True, "timer_pairs": True, "one_thread_rounds": [], "call_Ts": [T],
         "cache_budget_bytes": 128 << 10, "ceiling_spec": None}
@@ -274,7 +274,7 @@ def start_run(tmp_path, **kw):
     proc = subprocess.Popen([sys.executable, str(PERF), *LONG, "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     for line in proc.stderr:  # the progress lines
-        if "worker warm 1 started" in line:
+        if "worker 1 started" in line:
             break
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # wait until the worker has imported numpy and samples
@@ -326,7 +326,7 @@ def test_a_worker_that_dies_is_one_line_exit_1_nothing_written(tmp_path):
     out, err = proc.communicate(timeout=60)
     *progress, last = err.strip().splitlines()
     assert proc.returncode == 1 and out == "" and all(ln.startswith("[") for ln in progress)
-    assert last.startswith("perf.py: error: worker warm 1 failed (exit -9)")
+    assert last.startswith("perf.py: error: worker 1 failed (exit -9)")
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
     assert (tmp_path / "results.json").read_bytes() == b"earlier"
 

@@ -131,7 +131,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
 
     def then_throttle(task, in_process, timeout):  # after the first warm worker: -25 %
         out = real(task, in_process, timeout)
-        if task["label"] == "warm 1":
+        if task["label"] == "worker 1":
             for f in root.glob("sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq"):
                 f.write_text(str(int(int(f.read_text()) * 0.75)) + "\n")
         return out
@@ -293,7 +293,7 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
 
 def efficiency_cores():
     """Canaries as on a Mac whose efficiency cores took every second process: x2 in both kernels
-    (the default-heap worker's first, then warm 1 fast, warm 2 slow)."""
+    (the default-heap worker's first, then worker 1 fast, worker 2 slow)."""
     made = itertools.count()
     return lambda: steady_canary(2.0 if next(made) % 2 == 0 else 1.0)
 
@@ -301,7 +301,7 @@ def efficiency_cores():
 def test_apple_silicon_with_a_process_on_its_efficiency_cores(tmp_path, capsys, monkeypatch):
     apple_silicon(monkeypatch, tmp_path)
     res, _, out = lab_run(tmp_path, capsys, canary=efficiency_cores())
-    assert list(res["canary"]["left_out"]) == ["warm 2"]
+    assert list(res["canary"]["left_out"]) == ["worker 2"]
     # one of two: half, against the run (the machine's real load is not this test's: its checks
     # may fail too on a busy machine)
     (f,) = [f for f in res["conditions"]["failed"] if f["check"] == "slow_process"]

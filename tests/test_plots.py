@@ -31,10 +31,10 @@ def awkward():
                             "workers ran, and the run left 0 cores free (limit 0.25)",
                             "the later canary readings ran slower (speed -26%): on a laptop, "
                             "turbo can end as its power budget runs out"])
-    # warm 3 left out (its figures from four of five processes at every T)
-    res["canary"]["left_out"] = {"warm 3": {"canary_kernel": "blas", "ratio": 2.1, "other_ratio": 1}}
+    # worker 3 left out (its figures from four of five processes at every T)
+    res["canary"]["left_out"] = {"worker 3": {"canary_kernel": "blas", "ratio": 2.1, "other_ratio": 1}}
     for row in res["sweep"]:
-        row["processes"].remove("warm 3")
+        row["processes"].remove("worker 3")
     res["sweep_default_heap"][-1]["forward_s"] *= 4
     res["ceilings"]["levels"]["DRAM"].update(past_llc=False, plateau=False, GBps_half=31.0)
     res["ceilings"]["levels"]["L3"]["same_roof_as_DRAM"] = True
@@ -238,13 +238,13 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     cfg, dflt, c = res["config"], res["sweep_default_heap"][0], res["ceilings"]
     said = lambda fig: " ".join(t.get_text() for t in fig.texts).replace("\n", " ")  # noqa: E731
     bars, rings = figure_of(perf.plot_perf, res), figure_of(perf.plot_roofline, res)
-    # How many processes made the figures (a range where one T has fewer), of how many warm
-    # ones; the samples, their length; the canary kernel and limit that set samples aside, each T's
+    # How many processes made the figures (a range where one T has fewer), of how many workers
+    # (the default-heap one aside); the samples, their length; the canary kernel and limit that set samples aside, each T's
     # count; who was left out, by which kernel.
     counts = sorted({len(r["processes"]) for r in res["sweep"]})
     for mark, text in (("bars", said(bars)), ("rings", said(rings))):
         m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
-                      r"warm .*\(its interval covers them only\)", text)
+                      r"worker processes .*\(its interval covers them only\)", text)
         assert m and (m[1].split("-"), int(m[2])) == (  # fewest to most
             list(map(str, dict.fromkeys([counts[0], counts[-1]]))), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)
@@ -253,7 +253,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         assert (m[1], float(m[2])) == (res["canary"]["sample_kernel"], res["canary"]["sample_slow_ratio"])
         assert {int(T): int(n) for n, T in re.findall(r"(\d+) at T=(\d+)(?: \(x[\d.]+\))?[,;]", text)} == {
             r["T"]: r["samples_set_aside"] for r in res["sweep"]}
-        assert re.findall(r"(warm \d+) left out \(canary (\w+)", text) == [
+        assert re.findall(r"(worker \d+) left out \(canary (\w+)", text) == [
             (k, v["canary_kernel"]) for k, v in res["canary"]["left_out"].items()]
     m = re.search(r"hatched: (\d+)th percentile of the kept of (\d+) samples per T from (\d+) "
                   r"default-heap process \(set aside: ((?:\d+(?: \(none kept: all feed\))?(?:, )?)+)\)",

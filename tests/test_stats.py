@@ -112,8 +112,8 @@ def sample(ms, n=10, ratio=1.0, **ops):
 
 def test_pool_T_by_hand():
     # Part I's statistic of the samples that feed it: two processes, 1 ms and 3 ms an op.
-    row = perf.pool_T(64, {"warm 1": [sample(1)] * 3, "warm 2": [sample(3)] * 5})
-    assert row["processes"] == ["warm 1", "warm 2"] and set(row["ops"]) == set(perf.OPS)
+    row = perf.pool_T(64, {"worker 1": [sample(1)] * 3, "worker 2": [sample(3)] * 5})
+    assert row["processes"] == ["worker 1", "worker 2"] and set(row["ops"]) == set(perf.OPS)
     assert row["ops"]["softmax"]["process_estimates"] == [0.001, 0.003]
     assert row["ops"]["softmax"]["time_s"] == pytest.approx(0.002)  # the median of two: their mean
     assert row["forward_s"] == pytest.approx(N * 0.002)
@@ -122,9 +122,9 @@ def test_pool_T_by_hand():
 def test_pool_row_by_hand():
     # Two workers, five samples each; each forward's N ops take 1 ms. One more sample ran while
     # the canary was 2x slow: 4 ms an op, set aside.
-    a = {"label": "warm 1", "samples": [sample(1, n=10)] * 4 + [sample(1, n=12)],
+    a = {"label": "worker 1", "samples": [sample(1, n=10)] * 4 + [sample(1, n=12)],
          "faults": 11, "timer_ratios": [1.00, 1.01, 1.02, 1.03, 1.04], "one_thread": []}
-    b = {"label": "warm 2", "samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
+    b = {"label": "worker 2", "samples": [sample(1, n=10)] * 5 + [sample(4, ratio=2.0)], "faults": 0,
          "timer_ratios": [1.05, 1.06, 1.07, 1.08, 1.09],
          "one_thread": [{**sample(2), "follows": 0}]}
     row = perf.pool_row(64, [a, b])
@@ -132,7 +132,7 @@ def test_pool_row_by_hand():
     assert row["samples_set_aside"] == 1
     assert row["set_aside_median_ratio"] == 2.0
     assert row["figures_from"] == "kept samples"
-    assert row["processes"] == ["warm 1", "warm 2"]
+    assert row["processes"] == ["worker 1", "worker 2"]
     # The figures: the ten kept samples, 1 ms each, whichever statistic.
     assert row["ops"]["softmax"]["time_s"] == 0.001
     assert row["ops"]["softmax"]["mean_s"] == pytest.approx(0.001)
@@ -146,16 +146,16 @@ def test_pool_row_by_hand():
     assert perf.pool_row(64, [{**a, "faults": None}, b])["page_faults_per_forward"] is None
     # One process whose every sample ran slow (3 ms an op) feeds nothing, and the row names it:
     # the figures are the other's, 1 ms.
-    slow = {**a, "label": "warm 3", "samples": [sample(3, ratio=1.5)] * 4}
+    slow = {**a, "label": "worker 3", "samples": [sample(3, ratio=1.5)] * 4}
     row = perf.pool_row(64, [slow, b])
-    assert row["processes"] == ["warm 2"]  # warm 3 kept none: it feeds none
+    assert row["processes"] == ["worker 2"]  # worker 3 kept none: it feeds none
     assert row["ops"]["softmax"]["process_estimates"] == [0.001]
     assert row["figures_from"] == "kept samples"
     # Every sample of every process slow: the figures from all of them, and the row says so.
     row = perf.pool_row(64, [slow])
     assert row["figures_from"] == "all samples: the canary kept none"
     assert row["ops"]["softmax"]["time_s"] == 0.003 and row["samples_set_aside"] == 4
-    assert row["processes"] == ["warm 3"] and row["ops"]["softmax"]["process_estimates"] == [0.003]
+    assert row["processes"] == ["worker 3"] and row["ops"]["softmax"]["process_estimates"] == [0.003]
 
 
 def test_threading_windows_by_hand():

@@ -51,7 +51,7 @@ def chain():
     ridges = [7 + 2 * i / (RUNS - 1) for i in range(RUNS)]
     runs = [synthetic.drifted(r, m, pi / ridge, 1 + 0.02 * i, t0 + 50 * i)
             for i, ridge in enumerate(ridges)]
-    runs[RUNS // 2][0]["canary"]["left_out"] = {"warm 9": {"canary_kernel": "blas", "ratio": 1.8}}
+    runs[RUNS // 2][0]["canary"]["left_out"] = {"worker 9": {"canary_kernel": "blas", "ratio": 1.8}}
     return runs
 
 

@@ -184,7 +184,7 @@ def rows_and_warm(references, aside=0):
     """One T's row (60 samples, `aside` set aside) and a warm process per canary reference,
     given as (compute, blas) multiples of 30 and 60 us."""
     rows = [{"T": 512, "samples_set_aside": aside, "sample_count": 60}]
-    warm = [{"label": f"warm {i + 1}", "canary_reference": {"compute": c * 30e-6, "blas": b * 60e-6}}
+    warm = [{"label": f"worker {i + 1}", "canary_reference": {"compute": c * 30e-6, "blas": b * 60e-6}}
             for i, (c, b) in enumerate(references)]
     return rows, warm
 
@@ -193,7 +193,7 @@ def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays
     # Warm 3's BLAS kernel x2.0 the others', its compute kernel as theirs.
     rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(warm)
-    assert left == {"warm 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
+    assert left == {"worker 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
     v = verdict(c=perf.canary_checks(rows, warm, left))
     # Left out, and not counted against the run: its compute kernel ran as the others'.
     assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
@@ -201,7 +201,7 @@ def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays
     assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
     # Just past the limit, in either kernel: left out.
     past = perf.PROCESS_SLOW * 1.01
-    assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["warm 10"]
+    assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["worker 10"]
 
 
 def test_every_process_slow_on_a_different_part_leaves_none_out():
@@ -210,7 +210,7 @@ def test_every_process_slow_on_a_different_part_leaves_none_out():
     rows, warm = rows_and_warm([(1, 2.0), (2.0, 1)])
     assert perf.slow_processes(warm) == {}
     # One of three so: it alone is left out, as before.
-    assert list(perf.slow_processes(rows_and_warm([(1, 2.0), (1, 1), (1, 1)])[1])) == ["warm 1"]
+    assert list(perf.slow_processes(rows_and_warm([(1, 2.0), (1, 1), (1, 1)])[1])) == ["worker 1"]
 
 
 def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change(monkeypatch):
@@ -220,13 +220,13 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     # kernels. Each slow one's others' fast side is a fast one's: all five left out, half: disturbed.
     rows, warm = rows_and_warm([(1, 1), (2, 2)] * 5)
     left = perf.slow_processes(warm)
-    assert sorted(left) == sorted(f"warm {i}" for i in (2, 4, 6, 8, 10))
+    assert sorted(left) == sorted(f"worker {i}" for i in (2, 4, 6, 8, 10))
     v = verdict(c=perf.canary_checks(rows, warm, left))
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
-    assert f["reason"].startswith("5 of the 10 warm processes ran both canary kernels slow (over "
+    assert f["reason"].startswith("5 of the 10 worker processes ran both canary kernels slow (over "
                                   "1.25x the others' fast side, one over 1.6x) for nearly their "
-                                  "whole life: warm 2 (x2.00 and x2.00)")
+                                  "whole life: worker 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
     # Five of ten slow on the BLAS kernel alone, their compute kernel as the others': all five left
@@ -242,7 +242,7 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     # median, all six are left out.
     rows, warm = rows_and_warm([(1, 1)] * 4 + [(1.05, 2)] * 6)
     left = perf.slow_processes(warm)
-    assert set(left) == {f"warm {i}" for i in range(5, 11)}
+    assert set(left) == {f"worker {i}" for i in range(5, 11)}
     assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
     # Four of ten slow on both kernels: quiet, the four left out.
     rows, warm = rows_and_warm([(1, 1)] * 6 + [(2, 2)] * 4)

@@ -367,7 +367,7 @@ def footer(fig, res, marks, protocol):
              f"| BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
              + " | --quick: smoke test, not a measurement" * cfg["quick"],
              f"{marks}: each op's time_s, " + time_s_said(
-                 f"{processes_feeding(res)} of this run's {cfg['workers']} warm worker processes "
+                 f"{processes_feeding(res)} of this run's {cfg['workers']} worker processes "
                  "(its interval covers them only)", est["process_quantile"])
              + f" ({cfg['samples_per_T']} per T in all, each >= "
              f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary's "
@@ -1182,7 +1182,7 @@ def judge_processes(dflt, warm_workers):
 
 
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": time_s_said("this run's warm worker processes") + " (its canary.sample_kernel, at "
+    "time_s": time_s_said("this run's worker processes") + " (its canary.sample_kernel, at "
     "the faster of its readings before and after the sample, at most canary.sample_slow_ratio x "
     "the process's reference); the processes in canary.left_out, and at a T any that kept none "
     "there, feed none; where the canary kept no sample at a T, all their samples (figures_from)",
@@ -1377,7 +1377,7 @@ def canary_checks(rows, warm_workers, left_out):
                 "rerun later"),
             "slow_process": make_check(
                 len(both) if n_warm > 1 else None, (n_warm - 1) // 2,
-                f"{len(both)} of the {n_warm} warm processes ran both canary kernels slow (over "
+                f"{len(both)} of the {n_warm} worker processes ran both canary kernels slow (over "
                 f"{BOTH_KERNELS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
                 "the machine ran slow for a long stretch, or these processes sat in a slow state "
@@ -1753,24 +1753,24 @@ def spawn_one(task, in_process, timeout):
     try:
         stdout, stderr = proc.communicate(json.dumps(task), timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise RunError(f"worker {task['label']} gave no result within {timeout:.0f} s") from None
+        raise RunError(f"{task['label']} gave no result within {timeout:.0f} s") from None
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     if proc.returncode != 0:
         last = (stderr.strip().splitlines() or ["no message"])[-1]
-        raise RunError(f"worker {task['label']} failed (exit {proc.returncode}): {last}")
+        raise RunError(f"{task['label']} failed (exit {proc.returncode}): {last}")
     try:
         return json.loads(stdout)
     except json.JSONDecodeError:
-        raise RunError(f"worker {task['label']} wrote no result") from None
+        raise RunError(f"{task['label']} wrote no result") from None
 
 
 def make_plan(args, hardware, threads, given):
     """Everything the workers will do, fixed before the first starts: the default-heap worker, then
-    the warm ones (they ask warm_heap for a warm heap; heap.mode says if they got it); `given`:
-    Phase 1's ceilings, if any (pi then goes untimed)."""
+    the warm ones, "worker 1" on (they ask warm_heap for a warm heap; heap.mode says if they got
+    it); `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
     n_warm = min(args.workers or prof["worker_count"], per_T)
@@ -1783,10 +1783,10 @@ def make_plan(args, hardware, threads, given):
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
-    dflt_task = {**base, "label": "default heap", "heap_mode": "default", "interleave": False,
-                 "timer_pairs": False, "rounds": min(prof["default_heap_samples_per_T"], per_T),
-                 "one_thread_rounds": [], "call_Ts": [], "ceiling_spec": None}
-    warm_tasks = [{**base, "label": f"warm {i + 1}", "heap_mode": "warm", "interleave": True,
+    dflt_task = {**base, "label": "default-heap worker", "heap_mode": "default", "rounds": min(
+                 prof["default_heap_samples_per_T"], per_T), "interleave": False, "call_Ts": [],
+                 "timer_pairs": False, "one_thread_rounds": [], "ceiling_spec": None}
+    warm_tasks = [{**base, "label": f"worker {i + 1}", "heap_mode": "warm", "interleave": True,
                    "rounds": rounds, "ceiling_spec": specs[i],
                    "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
                    "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
@@ -1800,9 +1800,9 @@ def spawn_all(plan, in_process):
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", file=sys.stderr)
     for n, task in enumerate(plan["tasks"]):
-        say(f"worker {task['label']} started: {task['rounds']} samples of each T")
+        say(f"{task['label']} started: {task['rounds']} samples of each T")
         done.append(spawn_one(task, in_process, worker_timeout(task)))
-        say(f"worker {task['label']} done ({n + 1} of {len(plan['tasks'])})")
+        say(f"{task['label']} done ({n + 1} of {len(plan['tasks'])})")
     return done
 
 
@@ -2118,8 +2118,8 @@ def parse_args(argv):
         f"repeat, at least (default {full['min_time']:g})")
     add("--samples", type=int, help="samples per T over all workers, rounded "
         f"up to a multiple of --workers (default {full['samples_per_T']})")
-    add("--workers", type=int, help="warm worker processes, one at a time, at most --samples "
-        f"(default {full['worker_count']})")
+    add("--workers", type=int, help="worker processes besides the default-heap one, one at a "
+        f"time, at most --samples (default {full['worker_count']})")
     add("--in-process", action="store_true", help="measure in this process (debugging, tests)")
     add("--threads", type=int, help="BLAS threads (default: OMP_NUM_THREADS or another of "
         f"{', '.join(THREAD_VARS[1:])}, else one per physical core)")

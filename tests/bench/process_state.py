@@ -13,7 +13,7 @@ A, B, A, B, ... for --seconds, never both at once: a batch is, for T = 256 then 
 back to back until >= --min-time (per op: summed time / n), then one canary reading. Same time,
 same machine, same code: a difference between A and B that persists belongs to the process.
 --pairs N runs N fresh pairs one after another (the seconds split evenly); over all their
-processes, the Spearman rank correlation between a process's median canary part and its median
+processes, the Spearman rank correlation between a process's median canary kernel and its median
 scores at T = 512 says whether the canary sees a process's state.
 
     python tests/bench/process_state.py [--seconds 60] [--pairs 1] [--out FILE]
@@ -155,9 +155,9 @@ def summarize(proc):
         v = series(b, T, op)
         out[f"{op}@{T}"] = {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
                             "p90": float(np.percentile(v, 90))}
-    for part in ("compute", "blas"):
-        v = np.array([x["canary"][part] for x in b])
-        out[f"canary_{part}"] = {"median": float(np.median(v)),
+    for k in ("compute", "blas"):
+        v = np.array([x["canary"][k] for x in b])
+        out[f"canary_{k}"] = {"median": float(np.median(v)),
                                  "p10": float(np.percentile(v, 10)),
                                  "p90": float(np.percentile(v, 90))}
     s = series(b, 512, "scores")
@@ -187,7 +187,7 @@ def report(pairs):
     keys = [f"{op}@{T}" for T, op in SHOWN] + ["canary_compute", "canary_blas"]
     ratios = []
     for i, pair in enumerate(pairs):
-        print(f"\npair {i + 1}: median [p10-p90]; ops in ms at T, canary parts in µs")
+        print(f"\npair {i + 1}: median [p10-p90]; ops in ms at T, canary kernels in µs")
         sums = [summarize(p) for p in pair]
         for p, s in zip(pair, sums):
             p["summary"] = s
@@ -204,11 +204,11 @@ def report(pairs):
             print(f"  {k:<15}{cells}{ratios[-1][k]:>8.3f}")
     procs = [p["summary"] for pair in pairs for p in pair]
     scores = [s["scores@512"]["median"] for s in procs]
-    rho = {part: spearman([s[f"canary_{part}"]["median"] for s in procs], scores)
-           for part in ("blas", "compute")}
-    print(f"\nSpearman over {len(procs)} processes, median canary part vs median scores@512:")
-    for part, r in rho.items():
-        print(f"  {part:<8} " + (f"{r:+.2f}" if r is not None else
+    rho = {k: spearman([s[f"canary_{k}"]["median"] for s in procs], scores)
+           for k in ("blas", "compute")}
+    print(f"\nSpearman over {len(procs)} processes, median canary kernel vs median scores@512:")
+    for k, r in rho.items():
+        print(f"  {k:<8} " + (f"{r:+.2f}" if r is not None else
                                  "n/a (needs >= 3 processes that differ: use --pairs >= 2)"))
     return ratios, rho
 
