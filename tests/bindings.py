@@ -181,6 +181,15 @@ BOUND = lambda x, k, T: x["dram_bound"][k][TS.index(T)]  # noqa: E731
 SM_RATIO = lambda x: x["softmax_at_T_512"]["ratio_to_memory_roof"]  # noqa: E731  against β
 SM_1T = lambda x: x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"]  # noqa: E731
 FWD = lambda x: x["forward_s"]["512"]  # noqa: E731
+
+
+def FWD_GROUPS(r, m):
+    """The runs by their forward at T = 512, split at the largest step from one to the next."""
+    runs = sorted(RUNS(r, m), key=FWD)
+    cut = max(range(1, len(runs)), key=lambda k: FWD(runs[k]) / FWD(runs[k - 1]))
+    return runs[:cut], runs[cut:]
+
+
 BELOW = lambda x: x["ridge"] < x["scores_av_threshold"]["asymptotic_intensity"]  # noqa: E731
 ALL_T = lambda x, ops, cls: all(c == cls for k in ops for c in x["dram_bound"][k])  # noqa: E731
 PROJ = perf.PROJECTIONS
@@ -308,13 +317,10 @@ def class_row(label, cls):
 LAB = [
     ("its arrays fit in, the **{}**", LEVEL_NAME),
     # the title's paragraph
-    ("holds across **{}** runs", N),
+    ("held in, of **{}** runs", N),
     ("made over **{}** minutes", MINUTES),
     ("and its **{}** reruns", RERUN_COUNT),
     # question 1
-    ("the softmax is memory-bound at every T in **{}** of", SOFTMAX_MEMORY),
-    ("of the **{}** runs", N),
-    ("compute-bound at every T in **{}**.", lambda r, m: n_runs(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
     ("| intensity (FLOP/byte) | {} |", lambda r, m: " | ".join(num(op(r, T, "scores")["intensity"], 2) for T in TS)),
     class_row("memory-bound in", "memory"), class_row("near the ridge in", "near_ridge"),
     class_row("compute-bound in", "compute"),
@@ -363,7 +369,6 @@ LAB = [
     ("would move **{}** times fewer bytes", BYTES_SAVED),
     ("rising from **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
     ("to **{}** FLOP/byte, past", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
-    ("past the ridge in **{}** of", PAST_RIDGE),
     # expected observations
     ("dominate*: held in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][0])),
     ("outlasted both projections in **{}**", lambda r, m: n_runs(r, m, SOFTMAX_OUTLASTS)),
@@ -384,10 +389,15 @@ LAB = [
     # the thirteen runs
     ("**{}** of the runs called themselves quiet", QUIET),
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
-    ("Over those minutes β ranged from **{}** GB/s", BETA_RANGE),
-    ("and the forward at T = 512 from **{}** ms; their", FWD_RANGE),
-    ("(±1: a drift): **{}**. A run's", lambda r, m: "** and **".join(
-        f"{DRIFT(r, m, f):.2f}".replace("-", "−") for f in (lambda x: x["beta"], FWD))),
+    ("β ranged from **{}** GB/s, the forward", BETA_RANGE),
+    ("at T = 512 from **{}** ms; its largest", FWD_RANGE),
+    ("between two runs, ×**{}** (", lambda r, m: (lambda lo, hi: num(FWD(hi[0]) / FWD(lo[-1]), 2))(
+        *FWD_GROUPS(r, m))),
+    ("(**{}** ms), set", lambda r, m: (lambda lo, hi: both(1e3 * FWD(lo[-1]), 1e3 * FWD(hi[0]), 3))(
+        *FWD_GROUPS(r, m))),
+    ("set **{}** apart", lambda r, m: str(len(FWD_GROUPS(r, m)[1]))),
+    ("(±1: a drift): β **{}**, the", lambda r, m: f"{DRIFT(r, m, lambda x: x['beta']):.2f}".replace("-", "−")),
+    ("the forward **{}**. A run's", lambda r, m: f"{DRIFT(r, m, FWD):.2f}".replace("-", "−")),
     ("interval at T = 512 held **{}** of the other", HELD),
     ("of the other **{}** runs' times", RERUN_COUNT),
     # how it was run
@@ -409,6 +419,8 @@ LAB = [
 
 TOP = [
     ("its arrays fit in (the **{}**", LEVEL_NAME),
+    ("(its forward at T = 512: **{}** ms;", lambda r, m: num(1e3 * FWD(run_summary(r, m)), 3)),
+    ("ms; the runs': **{}**)", FWD_RANGE),
     ("its **{}** reruns, made", RERUN_COUNT),
     ("made one after another over **{}** minutes", MINUTES),
     ("the softmax at every T in **{}** of", SOFTMAX_MEMORY),
@@ -579,6 +591,11 @@ CLAIMS = [
     (LABR, "on a 2-core virtual machine whose CPU reports itself as AMD EPYC (with AVX-512)",
      lambda r, m: EPYC_VM(r) and AVX512(r)),
     (LABR, "runs of this `perf.py`", SAME_SCRIPT),
+    (LABR, "the softmax is memory-bound and the projections compute-bound at every T in every run",
+     lambda r, m: EVERY(r, m, lambda x: ALL_T(x, ["softmax"], "memory") and ALL_T(x, PROJ, "compute"))),
+    (LABR, "past every run's ridge", lambda r, m: EVERY(r, m, lambda x: x["phase_27_past_ridge"])),
+    (LABR, "a slower state the verdict missed", lambda r, m: all(
+        x["conditions_verdict"] == "quiet" for x in FWD_GROUPS(r, m)[1])),
     # question 1
     (LABR, "Scores and av rise in intensity with T, and each run classes them against its ridge's range, so "
      "their class depends on T and on the run", CLASS_DEPENDS),
@@ -600,7 +617,7 @@ CLAIMS = [
     # findings
     (LABR, "In every run, part is the scaling pass", lambda r, m: EVERY(r, m, SCALE_PART)),
     (LABR, "and part the threads", lambda r, m: EVERY(r, m, THREADS_PART)),
-    (LABR, "which speed av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
+    (LABR, "which help av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
     (LABR, "so all three columns should time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
     (LABR, "past it a T was still near the ridge in some runs", lambda r, m: SOME(r, m, lambda x: any(
         IN_CLASS(x, T, "near_ridge") for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),

@@ -105,6 +105,8 @@ MUTATIONS = {
         ratio_to_memory_roof=2 * x["softmax_at_T_512"]["ratio_to_1thread_dram_copy"])),
     "the default heap as fast": each_rerun(lambda x: x["default_heap"]["512"].update(forward_s=x["forward_s"]["512"])),
     "eleven reruns": lambda r, m, runs: runs.pop(),
+    "every run disturbed": lambda r, m, runs: [r["conditions"].update(verdict="disturbed")] + [
+        x.update(conditions_verdict="disturbed") for x in runs],
     "no process left out": lambda r, m, runs: [r["canary"].update(left_out={})] + [
         x.update(left_out=0) for x in runs],
 }
