@@ -35,6 +35,12 @@ def no_drift(r, m, runs):
         x["forward_s"]["512"] = 0.003 if i % 2 else 0.0031
 
 
+def forwards_spread(r, m, runs):  # no state apart: each run's forward at T = 512 2 % past the last's
+    for i, x in enumerate(runs):
+        x["forward_s"]["512"] = 0.003 * 1.02 ** i
+    next(row for row in r["sweep"] if row["T"] == 512)["forward_s"] = 0.003 * 1.02 ** len(runs)
+
+
 def processes_alike(r, m, runs):
     for x in runs:
         for ops in x["process_rsd"].values():
@@ -94,6 +100,7 @@ MUTATIONS = {
     "a few faults": each_rerun(lambda x: [v.update(page_faults_per_forward=10.0) for v in x["default_heap"].values()]),
     "the runs overlap": each_rerun(lambda x: x.update(ended=x["ended"] + 1000)),
     "no drift": no_drift,
+    "the forwards evenly spread": forwards_spread,
     "few timer pairs": lambda r, m, runs: [x.update(instrumentation_overhead_interval_coverage=0.5)
                                            for x in r["sweep"]],
     "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
