@@ -190,6 +190,12 @@ def FWD_GROUPS(r, m):
     return runs[:cut], runs[cut:]
 
 
+def WINDOW_RANGE(r, m, side, key):
+    """Scores at T = 512 in the threading windows (ms), over the runs below (0) or past (1) the
+    largest step between two runs' forwards."""
+    return range_of([1e3 * x["threads_at_T_512"][key]["scores"] for x in FWD_GROUPS(r, m)[side]], 3)
+
+
 def SLOWER_MISSED(r, m):
     """The runs past that step in a state of their own (the step wider than the spread within
     either side), and each called itself quiet."""
@@ -511,6 +517,11 @@ SOLUTION = [
     ("over its runs' **{}** minutes", MINUTES),
     ("minutes β ranged from **{}** GB/s", BETA_RANGE),
     ("and the forward at T = 512 from **{}** ms (the lab", FWD_RANGE),
+    ("in its **{}** slowest runs", lambda r, m: WORDS[len(FWD_GROUPS(r, m)[1])]),
+    ("slowest runs, **{}** ms on one BLAS thread", lambda r, m: WINDOW_RANGE(r, m, 1, "one_thread_s")),
+    ("thread and **{}** on two;", lambda r, m: WINDOW_RANGE(r, m, 1, "all_threads_s")),
+    ("in the other runs, **{}** and", lambda r, m: WINDOW_RANGE(r, m, 0, "one_thread_s")),
+    ("and **{}**. The run does not say why", lambda r, m: WINDOW_RANGE(r, m, 0, "all_threads_s")),
     ("(the reference's took **{} s**)", lambda r, m: num(r["run_wall_s"], 1)),
     ("measurements of at least {} ms", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
     ("until {} ms have passed", lambda r, m: num(r["config"]["min_time_s"] * 1e3, 0)),
