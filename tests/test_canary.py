@@ -169,7 +169,7 @@ def whole_worker(monkeypatch, factors):
 
 def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_path,
                                                                            monkeypatch, capsys):
-    # Warm 2 of three ran its whole life slow: its canary's BLAS kernel twice the others'. Its own
+    # Worker 2 of three ran its whole life slow: its canary's BLAS kernel twice the others'. Its own
     # reference cannot see it (none of its samples is set aside); the processes' references side
     # by side do: it is left out of every T's figures, named, and the run stays quiet.
     whole_worker(monkeypatch, [{}, {}, {"blas": 2.0}, {}])

@@ -190,7 +190,7 @@ def rows_and_warm(references, aside=0):
 
 
 def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays_quiet():
-    # Warm 3's BLAS kernel x2.0 the others', its compute kernel as theirs.
+    # Worker 3's BLAS kernel x2.0 the others', its compute kernel as theirs.
     rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(warm)
     assert left == {"worker 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
