@@ -190,6 +190,12 @@ def FWD_GROUPS(r, m):
     return runs[:cut], runs[cut:]
 
 
+def FWD_STEP(r, m):
+    """That step's two forwards at T = 512 (s): the last run below it, the first past it."""
+    lo, hi = FWD_GROUPS(r, m)
+    return FWD(lo[-1]), FWD(hi[0])
+
+
 def WINDOW_RANGE(r, m, side, key):
     """Scores at T = 512 in the threading windows (ms), over the runs below (0) or past (1) the
     largest step between two runs' forwards."""
@@ -199,8 +205,8 @@ def WINDOW_RANGE(r, m, side, key):
 def SLOWER_MISSED(r, m):
     """The runs past that step in a state of their own (the step wider than the spread within
     either side), and each called itself quiet."""
-    lo, hi = FWD_GROUPS(r, m)
-    return FWD(hi[0]) / FWD(lo[-1]) > max(FWD(g[-1]) / FWD(g[0]) for g in (lo, hi)) and all(
+    (lo, hi), (below, past) = FWD_GROUPS(r, m), FWD_STEP(r, m)
+    return past / below > max(FWD(g[-1]) / FWD(g[0]) for g in (lo, hi)) and all(
         x["conditions_verdict"] == "quiet" for x in hi)
 
 
@@ -405,10 +411,9 @@ LAB = [
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("β ranged from **{}** GB/s, the forward", BETA_RANGE),
     ("at T = 512 from **{}** ms; its largest", FWD_RANGE),
-    ("between two runs, ×**{}** (", lambda r, m: (lambda lo, hi: num(FWD(hi[0]) / FWD(lo[-1]), 2))(
-        *FWD_GROUPS(r, m))),
-    ("(**{}** ms), set", lambda r, m: (lambda lo, hi: both(1e3 * FWD(lo[-1]), 1e3 * FWD(hi[0]), 3))(
-        *FWD_GROUPS(r, m))),
+    ("between two runs, ×**{}** (", lambda r, m: (lambda below, past: num(past / below, 2))(
+        *FWD_STEP(r, m))),
+    ("(**{}** ms), set", lambda r, m: both(*(1e3 * s for s in FWD_STEP(r, m)), 3)),
     ("set **{}** apart", lambda r, m: str(len(FWD_GROUPS(r, m)[1]))),
     ("(±1: a drift): β **{}**, the", lambda r, m: f"{DRIFT(r, m, lambda x: x['beta']):.2f}".replace("-", "−")),
     ("the forward **{}**. A run's", lambda r, m: f"{DRIFT(r, m, FWD):.2f}".replace("-", "−")),
