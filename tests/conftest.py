@@ -57,8 +57,10 @@ def fake_mallopt(monkeypatch):
 def copy_checkout(dest):
     """This checkout's files (tracked, and new ones git does not ignore) in a fresh repository at
     dest with one commit, and an environment whose `python` is this interpreter (unless it has
-    NO_PYTHON_LINK: no symlink could be made); None outside a git checkout."""
+    NO_PYTHON_LINK: no symlink could be made); None outside a git checkout or without git."""
     root = EXP.parent.parent
+    if shutil.which("git") is None:
+        return None
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                             cwd=root, capture_output=True, text=True)
     if listed.returncode != 0:

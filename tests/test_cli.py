@@ -81,6 +81,9 @@ def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
     assert re.search(r"what to do: close [^\n]*cpu-hog \(", proc.stdout)
 
 
+SPIN = "import time\nwhile time.process_time() < 0.3: pass"  # a worker's stand-in: 0.3 CPU s
+
+
 def test_the_run_never_counts_itself_among_the_other_processes():
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -89,6 +92,13 @@ def test_the_run_never_counts_itself_among_the_other_processes():
         other.kill()
         other.wait()
     assert os.getpid() not in procs and other.pid in procs
+    # A worker, a child that ended within the span, is the run's: its CPU in own_cpu_s, which
+    # the verdict takes from the machine's busy time (Windows counts no children's: there the
+    # worker's result brings its cpu_s, machine_watched's "workers").
+    with perf.machine_watched(in_process=False) as span:
+        subprocess.run([sys.executable, "-c", SPIN], timeout=60, check=True)
+    if os.name != "nt":
+        assert span["own_cpu_s"] >= 0.3
 
 
 def test_the_governor_is_every_cpu_s(tmp_path, monkeypatch):
@@ -134,8 +144,8 @@ def test_bad_input_one_line_exit_2_nothing_touched(tmp_path, capsys):
 
 def test_a_T_beyond_the_memory_is_refused_and_leaves_no_folder(tmp_path):
     # A T whose worker would need four times the memory available here, whatever the machine.
-    spec = {"levels": {"DRAM": {"bytes": 256 << 20}}, "matmul_n": 2048}
-    need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731
+    spec = perf.ceiling_plan(False, perf.machine_facts(perf.cpufreq_settings()), 10, True)[0]
+    need = lambda T: perf.worker_memory_bytes([64, T], 64, 4, spec)  # noqa: E731  a full run's
     big = next(T for T in itertools.count(4096, 4096) if need(T) > 4 * psutil.virtual_memory().available)
     new = tmp_path / "NEW" / "deeper"
     proc = run_perf("--T", "64", str(big), "--out", str(new))
@@ -177,7 +187,7 @@ print(tracemalloc.get_traced_memory()[1], elides)
 
 @pytest.mark.parametrize("T", [768, 1024])
 def test_the_memory_need_bounds_a_worker_s_arrays_and_no_more_than_a_fifth_over(T):
-    """A warm worker's samples and passes at T, in a fresh process under tracemalloc (it sees
+    """A worker's samples and passes at T, in a fresh process under tracemalloc (it sees
     numpy's arrays): the traced peak <= the need's part for them <= 1.2 x that peak. At these
     T the (h, T, T) arrays are most of it; the interpreter and the ceilings are not traced. A numpy
     that elides scores' second buffer needs one (h, T, T) fp32 array less: the bound adds it back."""
@@ -270,7 +280,7 @@ def test_a_bad_task_on_a_worker_s_stdin():
 
 
 def start_run(tmp_path, **kw):
-    """A run in its own process group, once its first warm worker is measuring."""
+    """A run in its own process group, once its first worker is measuring."""
     proc = subprocess.Popen([sys.executable, str(PERF), *LONG, "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     for line in proc.stderr:  # the progress lines
@@ -406,10 +416,13 @@ def test_the_atomic_write_keeps_the_old_pair_whichever_step_fails(tmp_path, monk
 
 
 def test_import_has_no_side_effects(tmp_path):
-    code = "import sys; sys.path.insert(0, sys.argv[1]); import perf; print('ok')"
-    proc = subprocess.run([sys.executable, "-c", code, str(PERF.parent)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.stdout == "ok\n" and proc.stderr == "" and list(tmp_path.iterdir()) == []
+    # perf's import says nothing its libraries' imports do not (a numpy may warn on its own)
+    deps = "import numpy, psutil, threadpoolctl"
+    base, proc = (subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, sys.argv["
+                                  f"1]); {code}; print('ok')", str(PERF.parent)], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=60)
+                  for code in (deps, deps + "; import perf"))
+    assert proc.stdout == "ok\n" and proc.stderr == base.stderr and list(tmp_path.iterdir()) == []
 
 
 def test_workers_that_ran_other_blas_threads_than_the_parent_are_warned_of():

@@ -53,7 +53,7 @@ def clone(tmp_path_factory):
     dest = tmp_path_factory.mktemp("clone") / "repo"
     env = copy_checkout(dest)
     if env is None:
-        pytest.skip("not a git checkout")
+        pytest.skip("not a git checkout, or no git")
     if "NO_PYTHON_LINK" in env:
         pytest.skip("no symlink here to make `python` this interpreter")
     return dest, env

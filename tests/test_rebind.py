@@ -23,7 +23,7 @@ def checkout(tmp_path_factory):
     dest = tmp_path_factory.mktemp("rebind") / "repo"
     env = copy_checkout(dest)
     if env is None:
-        pytest.skip("not a git checkout")
+        pytest.skip("not a git checkout, or no git")
     return dest, env
 
 
