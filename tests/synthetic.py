@@ -13,7 +13,7 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 
 
 def worker(Ts):
-    """A warm worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
+    """A worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
     at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
     calls = {str(T): {"in_cache_queries": 64,
                        "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
@@ -46,7 +46,7 @@ def op(seconds, process_estimates):
 def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdict="quiet", reasons=(),
         cooperation=0.75, beta=20.0, pi=150.0, one_thread_ms=1.0, faults=2000.0, cpu="CPU A",
         dispatch=("X86_V3",)):
-    """A full results.json. `process_multiples`: each warm process's estimate as a multiple of the headline."""
+    """A full results.json. `process_multiples`: each worker's estimate as a multiple of the headline."""
     ceilings = {"source": "measured", "depends_on": None, "beta_peak_GBps": beta,
                 "beta_peak_interval": [0.9 * beta, 1.1 * beta], "pi_peak_GFLOPS": pi,
                 "pi_peak_interval": [0.95 * pi, 1.05 * pi], "beta_repeats": 20, "pi_repeats": 20,
@@ -78,8 +78,8 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                for T in times_ms]
     cfg = {"d_model": 64, "n_heads": 4, "d_head": 16, "T_sweep": list(times_ms), "seed": 0,
            "samples_per_T": 100, "min_time_s": 0.05, "quick": False, "workers": len(process_multiples),
-           "ceiling_repeats": 20, "cache_repeats": 10, "blas_threads": 2}
-    warm = [worker(list(times_ms))] * len(process_multiples)
+           "blas_threads": 2}
+    workers = [worker(list(times_ms))] * len(process_multiples)
     conditions = {**perf.verdict_from({}), "findings": {
         "threads_cooperate": perf.cooperation_finding(windows, 2)}}
     if verdict == "disturbed":
@@ -93,10 +93,10 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                          "virtualized": True, "cpu_governor_at_run": "unavailable"},
             "threads": {"blas_threads": 2, "asked": 2},
             "environment": {}, "heap": {"mode": "warm"}, "conditions": conditions,
-            "canary": {"left_out": {}, "sample_kernel": "compute", "sample_slow_ratio": 1.25},
+            "canary": {"left_out": {}, "sample_kernel": "exp", "sample_slow_ratio": 1.25},
             "estimators": {"process_quantile": 0.25, "ceiling_quantile": 0.75, "confidence": 0.95},
             "ceilings": ceilings, "sweep": rows, "sweep_default_heap": default_rows,
-            "analysis": perf.analyse(rows, cfg, ceilings, warm, windows)}
+            "analysis": perf.analyse(rows, cfg, ceilings, workers, windows)}
 
 
 def drifted(results, manifest, beta, slower, start):

@@ -8,7 +8,7 @@ import perf
 
 ARGS = ["--quick", "--in-process", "--T", "64", "--samples", "20", "--workers", "2",
         "--min-time", "0.002", "--threads", "1"]  # one thread: no one-thread samples in between
-FAST = {"compute": 40e-6, "blas": 60e-6}
+FAST = {"exp": 40e-6, "blas": 60e-6}
 
 
 def slow_windows(monkeypatch, slow):
@@ -66,7 +66,7 @@ def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones
     state = slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
     res = lab_run(tmp_path, monkeypatch)
     row, dflt = res["sweep"][0], res["sweep_default_heap"][0]
-    # Each warm worker's first ten batches are its ten samples at T = 64 (a timer pair is no
+    # Each worker's first ten batches are its ten samples at T = 64 (a timer pair is no
     # batch); the default-heap worker's first three are its three.
     assert row["samples_set_aside"] == 8  # batches 5 to 8 of each worker's first ten
     assert row["set_aside_median_ratio"] == 2
@@ -93,14 +93,14 @@ def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_pat
     assert cond["verdict"] == "disturbed"
     failed = {f["check"]: f for f in cond["failed"]}
     assert failed["slow_samples"]["reason"].startswith(
-        "the canary's compute kernel ran slow around 80% of the samples at T = 64 (limit 75%)")
+        "the canary's exp kernel ran slow around 80% of the samples at T = 64 (limit 75%)")
     assert failed["slow_samples"]["do"] == "rerun later"
 
 
 def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
-    reference = {"compute": 40e-6, "blas": 60e-6}
-    fast, spike = dict(reference), {"compute": 120e-6, "blas": 60e-6}
-    slow = {"compute": 80e-6, "blas": 60e-6}
+    reference = {"exp": 40e-6, "blas": 60e-6}
+    fast, spike = dict(reference), {"exp": 120e-6, "blas": 60e-6}
+    slow = {"exp": 80e-6, "blas": 60e-6}
     batches = [{"canary_around": [fast, spike]}, {"canary_around": [spike, fast]},
                {"canary_around": [slow, slow]}]
     perf.mark_samples({"by_T": {"64": {"samples": batches[:2], "one_thread": batches[2:]}}},
@@ -114,9 +114,9 @@ def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
 
 def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
     # A batch is judged on SAMPLE_KERNEL alone (set by hand: the BLAS kernel's reading may move with
-    # the T just run): twice its reference on both sides, the compute kernel fast, it stays.
-    reference = {"compute": 40e-6, "blas": 60e-6}
-    after_blas = {"compute": 41e-6, "blas": 120e-6}
+    # the T just run): twice its reference on both sides, the exp kernel fast, it stays.
+    reference = {"exp": 40e-6, "blas": 60e-6}
+    after_blas = {"exp": 41e-6, "blas": 120e-6}
     batch = {"canary_around": [after_blas, after_blas]}
     perf.mark_samples({"by_T": {"64": {"samples": [batch], "one_thread": []}}}, reference)
     assert batch["canary_ratio"] == 41 / 40 and not perf.set_aside(batch)
@@ -124,9 +124,9 @@ def test_a_batch_slow_on_the_BLAS_part_alone_is_kept():
 
 def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_canary(
         tmp_path, monkeypatch):
-    # No cpufreq (a VM, macOS, Windows): after the first warm worker every core computes at two
-    # thirds of its speed, for good. The canary's compute kernel takes 1.5 times as long from the
-    # second warm worker on: a sustained fall, never set aside, failing clock_drop with its numbers.
+    # No cpufreq (a VM, macOS, Windows): after the first worker every core computes at two
+    # thirds of its speed, for good. The canary's exp kernel takes 1.5 times as long from the
+    # second worker on: a sustained fall, never set aside, failing clock_drop with its numbers.
     monkeypatch.setattr(perf, "SYSROOT", tmp_path / "no-sys")
     workers = []
 
@@ -144,8 +144,9 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
     check = res["conditions"]["checks"]["clock_drop"]
     assert check["basis"] == "canary" and check["value"] == pytest.approx(1 / 3)
     reason = next(f["reason"] for f in res["conditions"]["failed"] if f["check"] == "clock_drop")
-    assert reason.startswith("the canary took 40.0 us (compute) in the first counted worker and "
-                             "60.0 in the last and 60.0 us (blas) in the first counted worker and "
+    assert reason.startswith("the canary's exp reading took 40.0 us in the first counted worker and "
+                             "60.0 in the last and the canary's blas reading took 60.0 us in the first "
+                             "counted worker and "
                              "90.0 in the last (speed -33%)")
 
 
@@ -191,11 +192,11 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
 
 def test_two_processes_each_slower_on_one_canary_kernel_are_no_clock_drop_and_none_left_out(
         tmp_path, monkeypatch):
-    # Three warm processes; one's BLAS kernel x1.15 for its whole life, another's compute kernel
+    # Three workeres; one's BLAS kernel x1.15 for its whole life, another's exp kernel
     # x1.3: neither the clock check nor the process rule
     # fires, no process is left out, and no sample is set aside (each process judged against its
     # own reference).
-    whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"compute": 1.3}])
+    whole_worker(monkeypatch, [{}, {}, {"blas": 1.15}, {"exp": 1.3}])
     res = lab_run(tmp_path, monkeypatch, ["--workers", "3", "--samples", "21"])
     checks = res["conditions"]["checks"]
     assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True

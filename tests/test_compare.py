@@ -76,6 +76,9 @@ def test_a_disturbed_run_against_a_quiet_one_names_the_signal():
     assert signals(quiet, synthetic.run(beta=26.0)) == [
         "DRAM copy, one thread (GB/s): 14.00 in A, 18.20 in B", "beta (GB/s): 20.00 in A, "
         "26.00 in B"]
+    # pi's matmul times no code of the lab's: 1.2x faster in B is the machine's state, 1.05x noise.
+    assert signals(quiet, synthetic.run(pi=180.0)) == ["pi (GFLOPS): 150.00 in A, 180.00 in B"]
+    assert signals(quiet, synthetic.run(pi=157.5)) == []
     # One brand name, two CPUs: the family and model, and the SIMD targets numpy can run, differ.
     other = synthetic.run(dispatch=("X86_V3", "X86_V4"))
     other["hardware"]["model"] = 17

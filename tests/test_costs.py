@@ -193,7 +193,7 @@ def test_levels_and_the_lab_laptop():
 def test_read_ceilings(tmp_path, doc, expect):
     f = tmp_path / "m.json"
     f.write_text(json.dumps(doc))
-    c = perf.read_ceilings(f)
+    c = perf.read_ceilings(f)  # as --roofline gives it
     assert (c["beta_peak_GBps"], c["pi_peak_GFLOPS"]) == expect
 
 

@@ -5,6 +5,7 @@ import json
 import re
 import struct
 
+import matplotlib
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,6 +16,9 @@ from matplotlib.text import Text
 import perf
 import synthetic
 from conftest import committed_results, run_perf
+
+matplotlib.rcdefaults()  # matplotlib's own settings and bundled fonts, whatever matplotlibrc a
+# learner keeps: the pixel checks below then measure the same text on any machine
 
 SIX_T = {T: {op: ms * (T / 512) ** 1.6 for op, ms in synthetic.TIMES_MS[512].items()}
          for T in (64, 128, 256, 512, 1024, 2048)}
@@ -244,7 +248,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
     counts = sorted({len(r["processes"]) for r in res["sweep"]})
     for mark, text in (("bars", said(bars)), ("rings", said(rings))):
         m = re.search(mark + r": each op's time_s, the median over ([\d-]+) of this run's (\d+) "
-                      r"worker processes .*\(its interval covers them only\)", text)
+                      r"workers .*\(its interval covers them only\)", text)
         assert m and (m[1].split("-"), int(m[2])) == (  # fewest to most
             list(map(str, dict.fromkeys([counts[0], counts[-1]]))), cfg["workers"])
         m = re.search(r"\((\d+) per T in all, each >= ([\d.]+) ms", text)

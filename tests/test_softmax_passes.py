@@ -10,7 +10,7 @@ import perf
 
 
 def counted(T=512, at=(4e-4, 5e-4, 6e-4, 7e-4, 8e-4), in_cache=2e-5, copy_s=2e-4, queries=64):
-    """Five warm processes that timed the passes at T: every pass `at[i]` s a call at T in
+    """Five workers that timed the passes at T: every pass `at[i]` s a call at T in
     process i, `in_cache` s on `queries` queries (rows of S), `copy_s` for its bytes' copy."""
     out = []
     for a in at:

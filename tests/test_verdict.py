@@ -15,11 +15,11 @@ def cpu(wall, busy, all_cpu_s, steal=0.0, procs=None, at=1000.0):
             "procs": procs or {}}
 
 
-def worker(preempted=0, sampling_s=10.0, MHz=(), compute_us=(40, 40, 40, 40), blas_x=1.5):
-    """A warm worker's record: its preemptions, cpufreq's MHz (none: a VM) and its canary's
-    one-thread compute kernel, a reading per batch."""
+def worker(preempted=0, sampling_s=10.0, MHz=(), exp_us=(40, 40, 40, 40), blas_x=1.5):
+    """A worker's record: its preemptions, cpufreq's MHz (none: a VM) and its canary's
+    one-thread exp kernel, a reading per batch."""
     return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz),
-            "canary_readings": [{"compute": us / 1e6, "blas": blas_x * us / 1e6} for us in compute_us]}
+            "canary_readings": [{"exp": us / 1e6, "blas": blas_x * us / 1e6} for us in exp_us]}
 
 
 def verdict(**parts):
@@ -69,7 +69,8 @@ def test_preempted_workers_disturb_with_their_rate_over_all_their_sampling():
     # 30 + 1770 involuntary switches in 10 + 5 s of sampling: 120 a second, over the limit of 50.
     v = verdict(a=preempted([worker(30, 10.0), worker(1770, 5.0)], [["hog", 0.9]]))
     assert v["verdict"] == "disturbed" and "preempted 120 times a second" in reasons(v)[0]
-    assert v["failed"][0]["do"] == "close hog"
+    assert v["failed"][0]["do"] == "close hog, or fewer BLAS threads"  # its own threads, too
+    assert "where the BLAS threads outnumber the CPUs, ask for fewer" in v["failed"][0]["remedy"]
     # A burst of 60 in one worker's 0.7 s, among five: 72 in 3.5 s, 21 a second: quiet.
     burst = verdict(a=preempted([worker(60, 0.7)] + [worker(3, 0.7)] * 4))
     assert burst["verdict"] == "quiet"
@@ -131,7 +132,7 @@ def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
     v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, workers))
     assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
     assert v["checks"]["clock_drop"]["basis"] == "cpufreq"
-    assert "2900 MHz on average in the first counted worker and 2175 MHz in the last (speed -25%)" \
+    assert "was 2900 in the first counted worker and 2175 in the last (speed -25%)" \
         in reasons(v)[0]
     assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"
     assert "sudo cpupower frequency-set -g performance" in v["failed"][0]["remedy"]
@@ -139,15 +140,15 @@ def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
     assert steady["verdict"] == "quiet"
 
 
-def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
-    # No MHz (a VM, macOS, Windows). The first warm worker's compute kernel reads 40, 40, 41, 60 us:
+def test_without_cpufreq_the_canary_s_exp_kernel_is_the_clock():
+    # No MHz (a VM, macOS, Windows). The first worker's exp kernel reads 40, 40, 41, 60 us:
     # its 25th percentile (numpy's linear) is 40; the last's reads 50, 50, 52, 80: 50. The
     # speed fell by 1 - 40/50 = 20 %, past the limit of 10 %: judged, and failed.
-    first, last = worker(compute_us=(40, 40, 41, 60)), worker(compute_us=(50, 50, 52, 80))
+    first, last = worker(exp_us=(40, 40, 41, 60)), worker(exp_us=(50, 50, 52, 80))
     v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, worker(), last]))
     assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.2)
     assert v["checks"]["clock_drop"]["basis"] == "canary"
-    assert "took 40.0 us (compute) in the first counted worker and 50.0 in the last" in \
+    assert "exp reading took 40.0 us in the first counted worker and 50.0 in the last" in \
         reasons(v)[0]
     assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"  # a laptop, perhaps
     # On a VM the canary cannot tell the clock from the shared host: the host's remedy.
@@ -161,12 +162,12 @@ def test_without_cpufreq_the_canary_s_compute_part_is_the_clock():
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, mhz, True))["failed"][0]["do"] == \
         "performance governor (laptop: AC), or rerun later"
     # A slow episode in the last worker that its fastest quarter escapes is not a sustained fall.
-    episode = worker(compute_us=(40, 40, 60, 60))
+    episode = worker(exp_us=(40, 40, 60, 60))
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \
         "quiet"
-    # A process slower on one kernel: the last process's compute kernel x1.3 for its life, its
+    # A process slower on one kernel: the last process's exp kernel x1.3 for its life, its
     # BLAS kernel as the first's: the smaller fall of the two kernels, none, is the clock's.
-    one_part = worker(compute_us=(52, 52, 53, 78), blas_x=1.5 * 40 / 52)
+    one_part = worker(exp_us=(52, 52, 53, 78), blas_x=1.5 * 40 / 52)
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, one_part]))["verdict"] == \
         "quiet"
     # One worker: nothing to compare, unknown.
@@ -180,37 +181,37 @@ def test_a_governor_that_changes_mid_run_is_disturbed():
                           "powersave/on"]
 
 
-def rows_and_warm(references, aside=0):
-    """One T's row (60 samples, `aside` set aside) and a warm process per canary reference,
-    given as (compute, blas) multiples of 30 and 60 us."""
+def rows_and_workers(references, aside=0):
+    """One T's row (60 samples, `aside` set aside) and a worker per canary reference,
+    given as (exp, blas) multiples of 30 and 60 us."""
     rows = [{"T": 512, "samples_set_aside": aside, "sample_count": 60}]
-    warm = [{"label": f"worker {i + 1}", "canary_reference": {"compute": c * 30e-6, "blas": b * 60e-6}}
+    workers = [{"label": f"worker {i + 1}", "canary_reference": {"exp": c * 30e-6, "blas": b * 60e-6}}
             for i, (c, b) in enumerate(references)]
-    return rows, warm
+    return rows, workers
 
 
 def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays_quiet():
-    # Worker 3's BLAS kernel x2.0 the others', its compute kernel as theirs.
-    rows, warm = rows_and_warm([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
-    left = perf.slow_processes(warm)
+    # Worker 3's BLAS kernel x2.0 the others', its exp kernel as theirs.
+    rows, workers = rows_and_workers([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
+    left = perf.slow_processes(workers)
     assert left == {"worker 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
-    v = verdict(c=perf.canary_checks(rows, warm, left))
-    # Left out, and not counted against the run: its compute kernel ran as the others'.
+    v = verdict(c=perf.canary_checks(rows, workers, left))
+    # Left out, and not counted against the run: its exp kernel ran as the others'.
     assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
-    # A compute kernel x1.3 in one process: under PROCESS_SLOW, kept.
-    assert perf.slow_processes(rows_and_warm([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
+    # A exp kernel x1.3 in one process: under PROCESS_SLOW, kept.
+    assert perf.slow_processes(rows_and_workers([(1.3, 1)] + [(1, 1)] * 9)[1]) == {}
     # Just past the limit, in either kernel: left out.
     past = perf.PROCESS_SLOW * 1.01
-    assert list(perf.slow_processes(rows_and_warm([(1, 1)] * 9 + [(past, 1)])[1])) == ["worker 10"]
+    assert list(perf.slow_processes(rows_and_workers([(1, 1)] * 9 + [(past, 1)])[1])) == ["worker 10"]
 
 
 def test_every_process_slow_on_a_different_part_leaves_none_out():
     """Two processes, each slow against the other on another canary kernel (a busy neighbour can do
     that): leaving both out would leave no process to feed the figures; both are kept."""
-    rows, warm = rows_and_warm([(1, 2.0), (2.0, 1)])
-    assert perf.slow_processes(warm) == {}
+    rows, workers = rows_and_workers([(1, 2.0), (2.0, 1)])
+    assert perf.slow_processes(workers) == {}
     # One of three so: it alone is left out, as before.
-    assert list(perf.slow_processes(rows_and_warm([(1, 2.0), (1, 1), (1, 1)])[1])) == ["worker 1"]
+    assert list(perf.slow_processes(rows_and_workers([(1, 2.0), (1, 1), (1, 1)])[1])) == ["worker 1"]
 
 
 def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change(monkeypatch):
@@ -218,45 +219,45 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     # test_platforms)
     # A hybrid laptop whose efficiency cores took half the processes: five of ten at x2 in both
     # kernels. Each slow one's others' fast side is a fast one's: all five left out, half: disturbed.
-    rows, warm = rows_and_warm([(1, 1), (2, 2)] * 5)
-    left = perf.slow_processes(warm)
+    rows, workers = rows_and_workers([(1, 1), (2, 2)] * 5)
+    left = perf.slow_processes(workers)
     assert sorted(left) == sorted(f"worker {i}" for i in (2, 4, 6, 8, 10))
-    v = verdict(c=perf.canary_checks(rows, warm, left))
+    v = verdict(c=perf.canary_checks(rows, workers, left))
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
-    assert f["reason"].startswith("5 of the 10 worker processes ran both canary kernels slow (over "
+    assert f["reason"].startswith("5 of the 10 workers ran both canary kernels slow (over "
                                   "1.25x the others' fast side, one over 1.6x) for nearly their "
                                   "whole life: worker 2 (x2.00 and x2.00)")
     assert "cores of two speeds (performance and efficiency cores)" in f["remedy"]
     assert "taskset -c" in f["remedy"] and f["do"] == "pin to the fast cores, or rerun later"
-    # Five of ten slow on the BLAS kernel alone, their compute kernel as the others': all five left
+    # Five of ten slow on the BLAS kernel alone, their exp kernel as the others': all five left
     # out, the run quiet.
-    rows, warm = rows_and_warm([(1, 1), (1.1, 2)] * 5)
-    left = perf.slow_processes(warm)
-    assert len(left) == 5 and verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
+    rows, workers = rows_and_workers([(1, 1), (1.1, 2)] * 5)
+    left = perf.slow_processes(workers)
+    assert len(left) == 5 and verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "quiet"
     # Their other kernel just past BOTH_KERNELS_SLOW: both kernels slow, half, disturbed.
-    rows, warm = rows_and_warm([(1, 1), (perf.BOTH_KERNELS_SLOW * 1.01, 2)] * 5)
-    left = perf.slow_processes(warm)
-    assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "disturbed"
+    rows, workers = rows_and_workers([(1, 1), (perf.BOTH_KERNELS_SLOW * 1.01, 2)] * 5)
+    left = perf.slow_processes(workers)
+    assert verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "disturbed"
     # Six of ten slow on the BLAS kernel alone: set against the others' fast side, not their
     # median, all six are left out.
-    rows, warm = rows_and_warm([(1, 1)] * 4 + [(1.05, 2)] * 6)
-    left = perf.slow_processes(warm)
+    rows, workers = rows_and_workers([(1, 1)] * 4 + [(1.05, 2)] * 6)
+    left = perf.slow_processes(workers)
     assert set(left) == {f"worker {i}" for i in range(5, 11)}
-    assert verdict(c=perf.canary_checks(rows, warm, left))["verdict"] == "quiet"
+    assert verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "quiet"
     # Four of ten slow on both kernels: quiet, the four left out.
-    rows, warm = rows_and_warm([(1, 1)] * 6 + [(2, 2)] * 4)
-    assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
+    rows, workers = rows_and_workers([(1, 1)] * 6 + [(2, 2)] * 4)
+    assert verdict(c=perf.canary_checks(rows, workers, perf.slow_processes(workers)))["verdict"] == \
         "quiet"
 
 
-def test_two_warm_processes_one_slow_is_half_and_one_process_is_not_judged():
-    # --quick: two warm processes, one x2 on both kernels against the other: half, disturbed.
-    rows, warm = rows_and_warm([(1, 1), (2, 2)])
-    assert verdict(c=perf.canary_checks(rows, warm, perf.slow_processes(warm)))["verdict"] == \
+def test_two_workers_one_slow_is_half_and_one_process_is_not_judged():
+    # --quick: two workeres, one x2 on both kernels against the other: half, disturbed.
+    rows, workers = rows_and_workers([(1, 1), (2, 2)])
+    assert verdict(c=perf.canary_checks(rows, workers, perf.slow_processes(workers)))["verdict"] == \
         "disturbed"
-    # One warm process: nothing to set it against, none left out, the check unknown.
-    rows, warm = rows_and_warm([(3, 3)])
-    assert perf.slow_processes(warm) == {}
-    v = verdict(c=perf.canary_checks(rows, warm, {}))
+    # One worker: nothing to set it against, none left out, the check unknown.
+    rows, workers = rows_and_workers([(3, 3)])
+    assert perf.slow_processes(workers) == {}
+    v = verdict(c=perf.canary_checks(rows, workers, {}))
     assert v["verdict"] == "quiet" and v["unknown"] == ["slow_process"]

@@ -10,14 +10,15 @@ Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, th
 calls it and hands it records (Part I reads their keys): the machine, quiet or disturbed, the
 ceilings, the ops taken apart, the workers, a run (run_lab), --compare, the command line. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
-  sample_forwards; Block B's banner lists a sample's fields), and "Quiet or disturbed"'s first
-  part, the watch (watched_samples, watched, after_sample, measuring), and mark_samples after it;
+  sample_forwards; Block B's banner lists a sample's fields, who adds each and when), and "Quiet
+  or disturbed"'s parts (1) and (2) (watched, after_sample, measuring; mark_samples);
 - time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it,
   "Quiet or disturbed"'s middle (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
-- quiet or disturbed: its section, from the watch to the verdict (judge_run), and run_lab, which
-  calls judge_processes and judge_run;
+- quiet or disturbed: the machine's section (machine_facts, thread_record) and "Quiet or
+  disturbed" after it, one stretch (the watch: watched_samples; which samples and processes
+  feed: judge_processes; the verdict: judge_run), and run_lab, which calls them in that order;
 - beta and pi: the ceilings' section, who times them and when included (Phase 1's, given:
   read_ceilings; the ridge), their repeats Block B's (run_for; quantile_estimate: the interval).
 """
@@ -193,12 +194,15 @@ def attention_forward_timed(x, mha, mask=None):
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks). A sample, one measurement of the sweep, is a batch of timed forwards: per op of
-# OPS, one forward's seconds (its forwards' sum / n), and n. A worker's watch (Part II) adds
+# the lab asks); a sample, a ceiling's repeat and a pass's timing are each one batch. A sample, one
+# measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
+# forwards' sum / n), and n. Part II adds, all in "Quiet or disturbed": in the worker, as it runs,
 # canary_around, the canary's last reading before the batch and its first after it (watched), and
-# on one BLAS thread `follows`, the index of the sample it follows; the parent, canary_ratio, which
-# decides if it feeds the figures (mark_samples). A round: one sample of every T (interleave) or of
-# one. A worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring); the
+# on one BLAS thread `follows`, the index of the sample it follows (after_sample); in the parent,
+# once every worker has ended, canary_ratio, which decides if it feeds the figures (mark_samples).
+# Samples stay in memory: results.json holds the rows pool_T makes of them. Round i: the i-th
+# sample of every T (interleave: the Ts in a rotating order, else each T's rounds in turn). A
+# worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring); the
 # default-heap one takes each T in turn, with no timer pairs or one-thread round (make_plan).
 
 
@@ -223,8 +227,8 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
-    """One process's samples: `rounds` of every T, each T after one untimed forward; a round takes
-    every T in a rotating order, meant to spread a slow episode over every T (else each T in turn).
+    """One process's samples: `rounds` of every T, each T after one untimed forward; interleaved, a
+    round takes every T in a rotating order, meant to spread a slow episode over every T.
     The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a context around each
     sample, `after_each(i, (x, mha, mask), record)` after sample i of a T. {str(T): {"samples"}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
@@ -355,7 +359,7 @@ def processes_feeding(res):
 
 def unchecked(cond):
     """The checks a run could not make, beside its verdict: quiet means no other check failed."""
-    return f" (not checked here: {', '.join(cond['unknown'])})" * bool(cond["unknown"])
+    return f" (not checked here: {', '.join(cond['unknown'])})" if cond["unknown"] else ""
 
 
 def footer(fig, res, marks, protocol):
@@ -363,11 +367,11 @@ def footer(fig, res, marks, protocol):
     in short lines. Returns the share of the figure it takes."""
     hw, cfg, cond, est = res["hardware"], res["config"], res["conditions"], res["estimators"]
     todo = "; ".join(dict.fromkeys(f["do"] for f in cond["failed"]))
-    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' * (hw['virtualized'] or 0)}) "
-             f"| BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
-             + " | --quick: smoke test, not a measurement" * cfg["quick"],
+    lines = [f"{hw['cpu_model']} ({hw['physical_cores']} cores{', VM' if hw['virtualized'] else ''}"
+             f") | BLAS threads {cfg['blas_threads']} | heap: {res['heap']['mode']} | {res['date']}"
+             + (" | --quick: smoke test, not a measurement" if cfg["quick"] else ""),
              f"{marks}: each op's time_s, " + time_s_said(
-                 f"{processes_feeding(res)} of this run's {cfg['workers']} worker processes "
+                 f"{processes_feeding(res)} of this run's {cfg['workers']} workers "
                  "(its interval covers them only)", est["process_quantile"])
              + f" ({cfg['samples_per_T']} per T in all, each >= "
              f"{cfg['min_time_s'] * 1e3:g} ms of forwards); set aside, the canary's "
@@ -375,13 +379,13 @@ def footer(fig, res, marks, protocol):
              "its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
-                 + " (all feed: it kept none)" * (r["figures_from"] != "kept samples")
+                 + (" (none kept: all feed)" if r["figures_from"] != "kept samples" else "")
                  for r in res["sweep"]) + "".join(
                  f"; {k} left out (canary {v['canary_kernel']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}{unchecked(cond)}" + "".join(
                  f"; {f['reason']}" for f in cond["failed"])]
-    lines += [f"what to do: {todo}"] * bool(todo)
+    lines += [f"what to do: {todo}"] if todo else []
     text = [part for ln in lines for part in textwrap.wrap(ln, int(fig.get_figwidth() * 17),
                                                      break_on_hyphens=False)]
     fig.text(0.5, 0.005, "\n".join(text), ha="center", va="bottom", fontsize=7.5, linespacing=1.3,
@@ -464,8 +468,8 @@ def plot_perf(res):
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
                  f"{dflt_row['sample_count']} samples per T from {dflt_row['processes_sampled']} "
                  "default-heap process (set aside: " + ", ".join(
-                     str(r["samples_set_aside"]) + " (none kept: all feed)" * (r["figures_from"]
-                     != "kept samples") for r in res["sweep_default_heap"]) + ")")
+                     str(r["samples_set_aside"]) + (" (none kept: all feed)" if r["figures_from"]
+                     != "kept samples" else "") for r in res["sweep_default_heap"]) + ")")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -476,21 +480,21 @@ def plot_perf(res):
 # ceilings the harness gives (Phase 1's, else this run's), each op placed on the roofline, its png.
 
 def forward_arrays(T, d_model, n_heads):
-    """Bytes of every fp32 array the naive forward reads or makes, named as the comment under
-    the return says: the one byte model the costs, working sets, laptop and memory need read."""
+    """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
+    working sets, laptop and memory need read."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
+    # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
+    # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
     return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
             "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": row_vec, "D": big, "E": big,
             "s": row_vec, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
-    # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
-    # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
 
 
 def op_cost(T, d_model, n_heads):
     """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
     each byte term an array of its formulas: a projection's input and weight (not its output), a T²
-    op's inputs and output; none of the temporaries naive numpy makes."""
+    op's inputs and output (the softmax's S and A, not its mask); no temporary naive numpy makes."""
     arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
     d_k = d // h
     return {
@@ -607,15 +611,14 @@ def draw_roofs(ax, res, xs):
     return handles
 
 
-def draw_points(ax, res):
+def draw_points(ax, res, pts):
     """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
-    as a + where this run timed it; the legend entries and the ring key's handler."""
+    as a + where this run timed it; the legend entries and the ring key's handler. pts: (intensity,
+    GFLOPS, the T's index) of every op at every T, op by op (plot_roofline's)."""
     from matplotlib.legend_handler import HandlerTuple
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i, op)
-           for op in OPS for i, r in enumerate(res["sweep"])]
     entries = []
-    for op, (x, y, size) in zip(OPS, np.split(np.array([(p[0], p[1], d) for p, d in zip(
-            pts, ring_sizes([p[:3] for p in pts]))]).T, len(OPS), axis=1)):
+    for op, (x, y, size) in zip(OPS, np.split(np.array([(x, y, d) for (x, y, _), d in zip(
+            pts, ring_sizes(pts))]).T, len(OPS), axis=1)):
         ax.plot(x, y, color=COLORS[op], lw=0.8, alpha=0.45, zorder=3)
         entries.append((ax.scatter(x, y, s=size**2, facecolors="none", edgecolors=COLORS[op],
                                    linewidths=1.6, zorder=4), op))
@@ -633,15 +636,17 @@ def plot_roofline(res):
     27's preview: the fused op measured, and the roof where its bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
     meas, flash = pv["measured"], pv["without_materialising_A"]
-    pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"]) for r in res["sweep"] for op in OPS]
-    pts += [(c["ridge"], c["pi_peak_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
-            (flash["intensity"], flash["roof_GFLOPS"])]  # the ridge's point: pi in range
+    op_pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i)
+              for op in OPS for i, r in enumerate(res["sweep"])]
+    pts = [p[:2] for p in op_pts] + [(c["ridge"], c["pi_peak_GFLOPS"]),  # the ridge's: pi in range
+                                     (meas["intensity"], meas["GFLOPS"]),
+                                     (flash["intensity"], flash["roof_GFLOPS"])]
     pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] if c["source"] == "measured" else []
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
     fig, ax = new_figure(figsize=(10, 8.6))
     xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
     roofs = [(handle, handle.get_label()) for handle in draw_roofs(ax, res, xs)]
-    points, handler = draw_points(ax, res)  # the legend's left column: the points, then roofs
+    points, handler = draw_points(ax, res, op_pts)  # the legend's left column: points, then roofs
     entries = points + [
         (ax.scatter(meas["intensity"], meas["GFLOPS"], marker="*", s=170, color="black", zorder=5),
          f"{' + '.join(T2_OPS)} at T={pv['T']}, measured (the lab's bytes): I = "
@@ -803,7 +808,8 @@ def scores_step_times(rows, counted):
 
 
 def analyse(rows, cfg, ceilings, counted, windows):
-    """Block E's numbers (`counted`: the warm workers not left out, whose samples feed them)."""
+    """Block E's numbers: from the rows; from the counted workers' records (`counted`: those not
+    left out) calls_at's seconds, which feed no row; `windows`: threading_windows'."""
     focus, d, h = entry_at(rows, FOCUS_T), cfg["d_model"], cfg["n_heads"]
     out = {"expected_observations": expected_observations(rows),
            "dominant_op_per_T": {str(r["T"]): max(OPS, key=lambda op: r["ops"][op]["time_share"])
@@ -844,7 +850,6 @@ def make_manifest(results):
         "ceilings_source": c["source"], "conditions_verdict": results["conditions"]["verdict"],
         "conditions_failed": results["conditions"]["failed"], "threads": results["threads"],
         "environment": results["environment"]}
-
 
 
 # ==============================================================================================
@@ -980,11 +985,12 @@ def threads_warning(results):
     parts = []
     if asked not in (None, ran):
         parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
-                     + " (as many as the CPUs)" * (ran == hardware["logical_cpus"] < asked))
+                     + (" (as many as the CPUs)" if ran == hardware["logical_cpus"] < asked
+                        else ""))
     if ran != cores:
-        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + "hyper-thread siblings "
-                     "share a core; " * (ran > cores) + "the lab asks for one thread per core "
-                     "(--threads or OMP_NUM_THREADS)")
+        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
+            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for one "
+            "thread per core (--threads or OMP_NUM_THREADS)")
     if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
         parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
     return "; ".join(parts) or None
@@ -1005,7 +1011,7 @@ def make_canary():
     takes), each timed after an untimed call. `read`: {kernel: seconds}; `last`, `readings`."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
-    kernels = {"compute": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
+    kernels = {"exp": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
 
     def read():
         reading = {}
@@ -1132,9 +1138,9 @@ def measuring(task):
 # nearly all its life left out (slow_processes); pool_row pools the rest as DEFINITIONS says.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
-SAMPLE_KERNEL = "compute"  # the kernel a sample is judged on (set by hand; a process, on both)
+SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
 SAMPLE_SLOW = 1.25        # a sample is set aside when SAMPLE_KERNEL took this x its reference
-PROCESS_SLOW = 1.6        # a warm process is left out when a kernel's reference is this x others'
+PROCESS_SLOW = 1.6        # a worker is left out when a kernel's reference is this x others'
 PEER_QUANTILE = 0.25      # the others' fast side, not their median: a slow half cannot keep itself
 
 
@@ -1157,32 +1163,32 @@ def set_aside(sample):
     return sample["canary_ratio"] > SAMPLE_SLOW
 
 
-def slow_processes(warm_workers):
+def slow_processes(workers):
     """Processes the canary read slow nearly all their life, unseen by their own reference: a canary
     kernel over PROCESS_SLOW x others' fast side. {label: {canary_kernel, ratio, other_ratio}}"""
     out = {}
-    for i, w in enumerate(warm_workers):
-        others = warm_workers[:i] + warm_workers[i + 1:]
+    for i, w in enumerate(workers):
+        others = workers[:i] + workers[i + 1:]
         ratios = {k: ref / float(np.quantile(
                       [other["canary_reference"][k] for other in others], PEER_QUANTILE))
                   for k, ref in w["canary_reference"].items()} if others else {}
         if ratios and (ratios[k := max(ratios, key=ratios.get)] > PROCESS_SLOW):
             out[w["label"]] = {"canary_kernel": k, "ratio": ratios[k],
                                "other_ratio": min(ratios.values())}
-    return out if len(out) < len(warm_workers) else {}  # all slow (different kernels): no fast side
+    return out if len(out) < len(workers) else {}  # all slow (different kernels): no fast side
 
 
-def judge_processes(dflt, warm_workers):
+def judge_processes(dflt, workers):
     """mark_samples, slow_processes: (the left out; the rest)."""
-    for w in [dflt] + warm_workers:
+    for w in [dflt] + workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_samples(w, w["canary_reference"])
-    left_out = slow_processes(warm_workers)
-    return left_out, [w for w in warm_workers if w["label"] not in left_out]
+    left_out = slow_processes(workers)
+    return left_out, [w for w in workers if w["label"] not in left_out]
 
 
 DEFINITIONS = {  # written into results.json, and said at the end of a run
-    "time_s": time_s_said("this run's worker processes") + " (its canary.sample_kernel, at "
+    "time_s": time_s_said("this run's workers") + " (its canary.sample_kernel, at "
     "the faster of its readings before and after the sample, at most canary.sample_slow_ratio x "
     "the process's reference); the processes in canary.left_out, and at a T any that kept none "
     "there, feed none; where the canary kept no sample at a T, all their samples (figures_from)",
@@ -1212,7 +1218,7 @@ def pool_row(T, records):
 
 
 def pool_sweep(Ts, counted, default_heap_worker):
-    """A row per T from the counted workers' samples (`counted`: the warm ones judge_processes
+    """A row per T from the counted workers' samples (`counted`: those judge_processes
     did not leave out), and one from the default-heap worker's."""
     rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
                        for T in Ts]
@@ -1297,7 +1303,7 @@ def others_by_name(start, end):
     return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_procs):
+def interference_checks(start, end, own_cpu_s, spare_cores, workers, other_procs):
     """What others did: CPU use past the cores the BLAS threads leave free (another program on
     those is allowed: a choice), the hypervisor's steal, the workers' preemptions while sampling."""
     wall = end["perf_s"] - start["perf_s"]
@@ -1305,7 +1311,7 @@ def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_
     limit = spare_cores + OTHERS_CPUS_LIMIT
     steal = None if start["steal"] is None else \
         (end["steal"] - start["steal"]) / max(end["all_cpu_s"] - start["all_cpu_s"], 1e-9)
-    sampled = [(w["preempted"], w["sampling_s"]) for w in warm_workers
+    sampled = [(w["preempted"], w["sampling_s"]) for w in workers
                if w["preempted"] is not None]
     rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
@@ -1322,7 +1328,9 @@ def interference_checks(start, end, own_cpu_s, spare_cores, warm_workers, other_
                 "quote ratios or set runs side by side with --compare", "rerun later"),
             "preemptions_per_s": make_check(
                 rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
-                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU", *close)}
+                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU",
+                close[0] + "; where the BLAS threads outnumber the CPUs, ask for fewer (--threads)",
+                close[1] + ", or fewer BLAS threads")}
 
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
@@ -1334,15 +1342,15 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
     mhz = [float(np.median(w["MHz"])) for w in counted if w["MHz"]]
     if len(mhz) > 1:
         drop, basis = 1 - mhz[-1] / mhz[0], "cpufreq"
-        what = (f"the CPUs ran at {mhz[0]:.0f} MHz on average in the first counted worker and "
-                f"{mhz[-1]:.0f} MHz in the last")
+        what = (f"the CPUs' MHz (a worker's median over its samples) was {mhz[0]:.0f} in the first "
+                f"counted worker and {mhz[-1]:.0f} in the last")
     elif len(counted) > 1:
         fast = [canary_quantile(w["canary_readings"], CLOCK_QUANTILE) for w in counted[::len(
             counted) - 1]]  # the first and the last
         drop, basis = min(1 - fast[0][k] / fast[1][k] for k in fast[0]), "canary"
-        what = ("the canary took " + " and ".join(
-            f"{1e6 * fast[0][k]:.1f} us ({k}) in the first counted worker and "
-            f"{1e6 * fast[1][k]:.1f} in the last" for k in fast[0]))
+        what = " and ".join(f"the canary's {k} reading took {1e6 * fast[0][k]:.1f} us in the "
+                            f"first counted worker and {1e6 * fast[1][k]:.1f} in the last"
+                            for k in fast[0])
     else:
         drop, basis, what = None, None, ""
     laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
@@ -1361,12 +1369,12 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
                 *remedy, basis=basis)}
 
 
-def canary_checks(rows, warm_workers, left_out):
+def canary_checks(rows, workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
-    half or more of the warm processes left out with both kernels slow."""
+    half or more of the workers left out with both kernels slow."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
-    n_warm = len(warm_workers)
+    n_workers = len(workers)
     both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_KERNELS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
@@ -1376,8 +1384,8 @@ def canary_checks(rows, warm_workers, left_out):
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
             "slow_process": make_check(
-                len(both) if n_warm > 1 else None, (n_warm - 1) // 2,
-                f"{len(both)} of the {n_warm} worker processes ran both canary kernels slow (over "
+                len(both) if n_workers > 1 else None, (n_workers - 1) // 2,
+                f"{len(both)} of the {n_workers} workers ran both canary kernels slow (over "
                 f"{BOTH_KERNELS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
                 "the machine ran slow for a long stretch, or these processes sat in a slow state "
@@ -1397,20 +1405,20 @@ def verdict_from(checks):
             "unknown": [n for n, ch in checks.items() if ch["ok"] is None]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, warm_workers, counted, left_out, rows):
+def judge_run(load, own_cpu_s, hardware, threads, workers, counted, left_out, rows):
     """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
     changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
-    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); the warm
+    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); the
     workers' preemptions and sampling time, the counted ones' MHz and canary readings (the watch);
     left_out, counted (judge_processes); rows (pool_row); the BLAS threads that ran."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, warm_workers, other_procs),
+        **interference_checks(*load, own_cpu_s, spare, workers, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
                        hardware["virtualized"]),
-        **canary_checks(rows, warm_workers, left_out)}), "other_processes": other_procs[:5]}
+        **canary_checks(rows, workers, left_out)}), "other_processes": other_procs[:5]}
 
 
 def cooperation_finding(windows, threads_ran):
@@ -1436,24 +1444,28 @@ def cooperation_finding(windows, threads_ran):
 # ----------------------------------------------------------------------------------------------
 # The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
 # (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
-# the first CEILING_WORKERS warm workers (ceiling_plan); when: last in each, after its samples and
+# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
 # calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
 # rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
-# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A repeat: one run_for
-# batch (Block B). A ceiling (combine_ceilings): the CEILING_QUANTILE of its repeats pooled over
-# the counted workers (else all the warm ones), with quantile_estimate's interval (Block B), or
-# Phase 1's number in its place; then the ridge, pi / beta (with_ridge).
+# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
+# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
+# its place; then the ridge, pi / beta (with_ridge).
 
-def read_ceilings(path):
-    """beta_peak_GBps and pi_peak_GFLOPS of a Phase 1 style manifest (top level or in
-    results_summary), else a UsageError, before measuring."""
+def read_ceilings(roofline=None):
+    """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
+    manifest if there (else None), at its top level or in results_summary; a bad file: an error."""
+    path = roofline or REPO / PHASE1_MANIFEST
+    if not (roofline or path.is_file()):
+        return None
     try:
         data = json.loads(Path(path).read_text())
     except OSError as e:
         raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {}
+    out = {"source": "cli" if roofline else "phase1",
+           "depends_on": str(roofline) if roofline else PHASE1_MANIFEST}
     for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
         v = data.get(key, (data.get("results_summary") or {}).get(key)) \
             if isinstance(data, dict) else None
@@ -1461,15 +1473,6 @@ def read_ceilings(path):
             raise UsageError(f"roofline file {path} has no positive number {key}")
         out[key] = float(v)
     return out
-
-
-def phase1_ceilings(args):
-    """Phase 1's beta and pi (--roofline, else Phase 1's manifest, else None), read beforehand."""
-    if not (args.roofline or (REPO / PHASE1_MANIFEST).is_file()):
-        return None
-    return {**read_ceilings(args.roofline or REPO / PHASE1_MANIFEST),
-            "source": "cli" if args.roofline else "phase1",
-            "depends_on": str(args.roofline) if args.roofline else PHASE1_MANIFEST}
 
 
 COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
@@ -1528,22 +1531,22 @@ def copy_levels(hardware, dram_bytes=None):
                               "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
 
 
-CEILING_WORKERS = 5       # the first warm workers also time the ceilings (set by hand)
+CEILING_WORKERS = 5       # the first workers also time the ceilings (set by hand)
 CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
     "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
     "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
 
 
-def ceiling_plan(quick, hardware, n_warm, time_pi):
-    """Each warm worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
+def ceiling_plan(quick, hardware, n_workers, time_pi):
+    """Each worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
     copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
-    n_ceiling = min(n_warm, CEILING_WORKERS)
+    n_ceiling = min(n_workers, CEILING_WORKERS)
     profile = CEILING_PROFILES["quick" if quick else "full"]
     spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
             "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
             "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
             "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
-    return [spec] * n_ceiling + [None] * (n_warm - n_ceiling)
+    return [spec] * n_ceiling + [None] * (n_workers - n_ceiling)
 
 
 def time_ceilings(spec, min_time):
@@ -1588,12 +1591,12 @@ def with_ridge(ceilings):
                        "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
 
 
-def combine_ceilings(counted, warm_workers, spec, given=None):
-    """The ceilings, from the counted workers' repeats (none timed any: all the warm ones'): each
+def combine_ceilings(counted, workers, spec, given=None):
+    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
     level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
     and pi (*_peak_*, the lab's names, of the repeats' fast side) or Phase 1's; the ridge."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
-        w["ceiling_rates"] for w in warm_workers if w["ceiling_rates"]]
+        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
               for name, lv in spec["levels"].items()}
     dram = levels["DRAM"]
@@ -1630,7 +1633,8 @@ def combine_ceilings(counted, warm_workers, spec, given=None):
 # copy_buffers): comparisons of what each costs, never inputs to the figures.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise adds)
+CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise assumed
+                          # only to add)
 
 
 def scores_steps(Q, K, h):
@@ -1729,7 +1733,8 @@ def worker_entry():
     except (ValueError, KeyError) as e:  # not a task, or one without a key the job reads: bad
         if isinstance(task, dict) and (isinstance(e, ValueError) or e.args[0] in task):
             raise  # the job's fault (but a key its own dicts lack is named as the task's)
-        print(f"perf.py --worker: bad task: {'no ' * isinstance(e, KeyError)}{e}", file=sys.stderr)
+        print(f"perf.py --worker: bad task: {'no ' if isinstance(e, KeyError) else ''}{e}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: leave quietly
         return 130
@@ -1768,30 +1773,29 @@ def spawn_one(task, in_process, timeout):
 
 
 def make_plan(args, hardware, threads, given):
-    """Everything the workers will do, fixed before the first starts: the default-heap worker, then
-    the warm ones, "worker 1" on (they ask warm_heap for a warm heap; heap.mode says if they got
-    it); `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
+    """Everything the worker processes will do, fixed before the first starts: the default-heap
+    worker, then the workers, "worker 1" on (they ask warm_heap for a warm heap; heap.mode says if
+    they got it); `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
     prof = args.profile
-    per_T = args.samples or prof["samples_per_T"]  # over all the warm workers
-    n_warm = min(args.workers or prof["worker_count"], per_T)
-    rounds = math.ceil(per_T / n_warm)  # a worker's samples of each T, one of each T a round
+    per_T = args.samples or prof["samples_per_T"]  # over all the workers
+    n_workers = min(args.workers or prof["worker_count"], per_T)
+    rounds = math.ceil(per_T / n_workers)  # a worker's samples of each T, one of each T a round
     # the round in which a worker repeats its samples on one BLAS thread (none if the BLAS runs one)
     one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
-    specs = ceiling_plan(args.quick, hardware, n_warm, time_pi=given is None)
-    spec, n_ceiling = specs[0], n_warm - specs.count(None)
-    l2 = spec["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
+    specs = ceiling_plan(args.quick, hardware, n_workers, time_pi=given is None)
+    l2 = specs[0]["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
     dflt_task = {**base, "label": "default-heap worker", "heap_mode": "default", "rounds": min(
                  prof["default_heap_samples_per_T"], per_T), "interleave": False, "call_Ts": [],
                  "timer_pairs": False, "one_thread_rounds": [], "ceiling_spec": None}
-    warm_tasks = [{**base, "label": f"worker {i + 1}", "heap_mode": "warm", "interleave": True,
-                   "rounds": rounds, "ceiling_spec": specs[i],
-                   "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
-                   "call_Ts": [T for j, T in enumerate(args.T) if n_warm == 1 or (j - i) % 2 == 0]}
-                  for i in range(n_warm)]  # each T's passes timed by every second warm worker
-    return {"n_ceiling": n_ceiling, "tasks": [dflt_task] + warm_tasks, "ceiling_spec": spec}
+    tasks = [{**base, "label": f"worker {i + 1}", "heap_mode": "warm", "interleave": True,
+             "rounds": rounds, "ceiling_spec": specs[i],
+             "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
+             "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
+             for i in range(n_workers)]  # each T's passes timed by every second worker
+    return {"tasks": [dflt_task] + tasks, "ceiling_spec": specs[0]}
 
 
 def spawn_all(plan, in_process):
@@ -1813,7 +1817,7 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
-    """A warm worker's peak memory: its interpreter, every T's x and mask, and the larger of its
+    """A worker's peak memory: its interpreter, every T's x and mask, and the larger of its
     calls at the largest T (the forward's every array at once, a pass's copy buffers, half an (h,
     T, T) array set by hand to cover what tracemalloc saw, test_cli) and its ceilings."""
     arr = forward_arrays(max(Ts), d_model, n_heads)
@@ -1852,16 +1856,12 @@ def refuse_early(args, plan):
 
 def run_config(args, plan, threads):
     """results.json's config: what was asked and what the plan made of it (its tasks)."""
-    dflt_task, warm_task, n_warm = plan["tasks"][0], plan["tasks"][1], len(plan["tasks"]) - 1
+    task1, n_workers = plan["tasks"][1], len(plan["tasks"]) - 1
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
-            "samples_per_T": n_warm * warm_task["rounds"], "workers": n_warm,
+            "samples_per_T": n_workers * task1["rounds"], "workers": n_workers,
             "quick": args.quick, "blas_threads": threads["blas_threads"],
-            "in_process": args.in_process, "default_heap_samples_per_T": dflt_task["rounds"],
-            "one_thread_rounds": warm_task["one_thread_rounds"],
-            "ceiling_repeats": plan["ceiling_spec"]["reps"] * plan["n_ceiling"],
-            "cache_repeats": plan["ceiling_spec"]["cache_reps"] * plan["n_ceiling"],
-            "model": "causal MHA, heads as a leading axis, no biases, float32"}
+            "one_thread_rounds": task1["one_thread_rounds"]}
 
 
 def to_json(obj):  # a NaN or an infinity (not JSON) fails the run here, before any file is written
@@ -1924,7 +1924,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm one's
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # as all asked
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
@@ -1942,24 +1942,24 @@ def run_lab(args, argv):
     """A run, step by step in the order the data flows (Blocks B to F, the harness around)."""
     run_t0, hardware = time.perf_counter(), machine_facts(cpufreq_settings())
     threads, blas = thread_record(args.threads, hardware)
-    given = phase1_ceilings(args)
+    given = read_ceilings(args.roofline)
     plan = make_plan(args, hardware, threads, given)
     refuse_early(args, plan)
     with machine_watched(args.in_process) as span:  # the verdict's span: every worker's life
-        dflt, *warm_workers = span["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
+        dflt, *workers = span["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
     hardware["cpufreq_at_end"] = cpufreq_settings()
-    left_out, counted = judge_processes(dflt, warm_workers)  # the canary's word on each
+    left_out, counted = judge_processes(dflt, workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
     windows = threading_windows(args.T, counted, kept=lambda sample: not set_aside(sample))
-    ceilings = combine_ceilings(counted, warm_workers, plan["ceiling_spec"], given)
+    ceilings = combine_ceilings(counted, workers, plan["ceiling_spec"], given)
     for r in rows:  # Block D
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, warm_workers, counted,
+    cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, workers, counted,
                      left_out, rows)
     cond["findings"] = {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}
-    results = results_record(cfg, hardware, threads, blas, [dflt, *warm_workers], left_out, run_t0,
+    results = results_record(cfg, hardware, threads, blas, [dflt, *workers], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
@@ -2014,7 +2014,8 @@ def compare_rows(a, b, Ts):
 
 def compare_facts(a, b, T):
     """The runs' stories side by side: each fact's A and B, whether they differ (numbers: over
-    `limit` times apart), why. A machine fact: the machine's, as taken (av's also move with av)."""
+    `limit` times apart), why. A machine fact: the machine's, as taken (av's move with av's code
+    too, which the state signals say)."""
     window = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, a ratio limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
@@ -2026,14 +2027,14 @@ def compare_facts(a, b, T):
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
-        ("threads over one thread (av)", lambda r: window(r) and
-         window(r)["threads_over_one"]["av"], True, MACHINE_LIMIT, None),
-        (f"one thread, av at T={T} (ms)", lambda r: window(r) and
-         1e3 * window(r)["one_thread_s"]["av"], True, MACHINE_LIMIT, None),
+        ("threads over one thread (av)", lambda r: (w := window(r)) and
+         w["threads_over_one"]["av"], True, MACHINE_LIMIT, None),
+        (f"one thread, av at T={T} (ms)", lambda r: (w := window(r)) and
+         1e3 * w["one_thread_s"]["av"], True, MACHINE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
          True, MACHINE_LIMIT, None),
         ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, MACHINE_LIMIT, None),
-        ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], False, CEILING_LIMIT, None),
+        ("pi (GFLOPS)", lambda r: r["ceilings"]["pi_peak_GFLOPS"], True, CEILING_LIMIT, None),
         ("ridge (FLOP/byte)", lambda r: r["ceilings"]["ridge"], False, CEILING_LIMIT, None)]
     facts += [(f"dominant op at T={t}", lambda r, t=t: r["analysis"]["dominant_op_per_T"].get(
         str(t)), False, None, None) for t in (x["T"] for x in a["sweep"]) if t <= T]
@@ -2046,8 +2047,8 @@ def compare_facts(a, b, T):
         va, vb = get(a), get(b)
         differs = va != vb if limit is None else bool(va and vb and max(va / vb, vb / va) > limit)
         if differs and limit and not why:
-            why = f"{vb / va:.2f}x in B" + ": the machine's, unless the code it times changed" * \
-                machine_fact
+            why = f"{vb / va:.2f}x in B" + (": the machine's, unless the code it times changed"
+                                             if machine_fact else "")
         out.append({"fact": fact, "a": va, "b": vb, "differs": differs,
                     "machine_fact": machine_fact, "why": why if differs else None})
     return out
@@ -2156,6 +2157,8 @@ def report(results, out):
     notes = [f"{k} left out: {v['canary_kernel']} canary x{v['ratio']:.1f} the others' fast side; "
              f"figures from {processes_feeding(results)} of {results['config']['workers']}"
              for k, v in results["canary"]["left_out"].items()]
+    unknown = results["hardware"]["unavailable"]  # what this platform cannot tell, and why
+    notes += [f"not known here: {k}: {why}" for k, why in unknown.items()]
     if found["threads_cooperate"]["holds"] is False:
         notes.append(f"threads: {found['threads_cooperate']['finding']}\n  "
                      f"{found['threads_cooperate']['advice']}")
