@@ -48,7 +48,7 @@ C = lambda r: r["ceilings"]  # noqa: E731
 THR = lambda r: r["analysis"]["scores_av_threshold"]["from_intensity_formula"]  # noqa: E731
 LAP = lambda r: r["analysis"]["on_lab_laptop"]  # noqa: E731
 SM = lambda r: r["analysis"]["softmax_at_T_512"]  # noqa: E731
-SS = lambda r, T: next(x for x in r["analysis"]["scores_steps"] if x["T"] == T)  # noqa: E731
+SS = lambda r, T: next(x for x in r["analysis"]["scores_scale"] if x["T"] == T)  # noqa: E731
 P27 = lambda r: r["analysis"]["phase_27_preview"]  # noqa: E731
 LV = lambda r, name: r["ceilings"]["levels"][name]  # noqa: E731
 SP = lambda r, T: next(x for x in r["analysis"]["softmax_passes"] if x["T"] == T)  # noqa: E731
@@ -129,7 +129,7 @@ def run_summary(r, m):
              p["pass"]: {k: p[k] for k in ("ns_per_element", "in_cache_ns_per_element",
                                            "copy_ns_per_element")}
              for p in x["passes"]}} for x in a["softmax_passes"]],
-         "scores_steps_at_T_512": {"scale_s": SS(r, 512)["scale_s"]},
+         "scores_scale_at_T_512": {"scale_s": SS(r, 512)["scale_s"]},
          "threads_at_T_512": {k: {o: window[k][o] for o in ("scores", "av", "softmax")}
                               for k in ("one_thread_s", "all_threads_s")},
          "default_heap": {x["T"]: {"forward_s": x["forward_s"], "page_faults_per_forward":
@@ -592,7 +592,7 @@ SOFTMAX_ONE_THREAD = lambda x: all(  # noqa: E731  more BLAS threads save it und
     w["softmax"] >= 0.9 for w in x["threads_over_one"].values())
 BYTES_BEHIND = lambda x: all(COPY_SHARE(ps) < 0.5 for ps in entries(x))  # noqa: E731
 PASSES_MOST = lambda x: all(PASS_RATIO(e) > 0.5 for e in x["softmax_passes"])  # noqa: E731
-SCALE_PART = lambda x: 0 < x["scores_steps_at_T_512"]["scale_s"] < (  # noqa: E731
+SCALE_PART = lambda x: 0 < x["scores_scale_at_T_512"]["scale_s"] < (  # noqa: E731
     x["time_s"]["512"]["scores"] - x["time_s"]["512"]["av"])
 THREADS_PART = lambda x: 1 < THREAD_GAP(x, "one_thread_s") < THREAD_GAP(x, "all_threads_s")  # noqa: E731
 FAULTS_OVER_1000 = lambda x: all(x["default_heap"][T]["page_faults_per_forward"] > 1000 for T in ("256", "512"))  # noqa

@@ -16,7 +16,7 @@ def worker(Ts):
     """A worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
     at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
     calls = {str(T): {"in_cache_queries": 64,
-                       "scores": dict.fromkeys(perf.SCORES_STEPS, 1e-4), **{
+                       "scores": {"scale": 1e-4}, **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
     return {"apart": calls}

@@ -1,6 +1,6 @@
 """The canary sees the machine run slow and the run sets those samples aside: slow windows are
 injected deterministically into a short in-process run (the softmax made slower, the canary's
-readings around it slower too, as a host's slow phase is assumed to slow both), then the figures, the counts
+readings around it slower too, as a host's slow spell is assumed to slow both), then the figures, the counts
 and the verdict are checked against the windows. The canary's reading rule by hand."""
 import pytest
 
@@ -15,8 +15,7 @@ def slow_windows(monkeypatch, slow):
     """Every timed batch numbered in turn within a worker; batch k runs slow if slow(k): its
     softmax calls take 300 us more, and the canary readings on either side of it (the reading
     after batch k - 1 and after batch k) read twice their fast times. The timers read a clock that
-    moves 50 us a reading and 300 us more inside a slow softmax: no wall-clock time in the figures.
-    Returns the batches' states."""
+    moves 50 us a reading and 300 us more inside a slow softmax: no wall-clock time in the figures."""
     state, clock = {"batch": 0, "log": []}, [0]
     real_run_for, real_softmax = perf.run_for, perf.softmax
 
@@ -48,7 +47,6 @@ def slow_windows(monkeypatch, slow):
     monkeypatch.setattr(perf, "softmax", softmax)
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)  # the test process's heap stays
-    return state
 
 
 def lab_run(tmp_path, monkeypatch, extra=()):
@@ -63,7 +61,7 @@ def lab_run(tmp_path, monkeypatch, extra=()):
 def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,
                                                                                   monkeypatch):
     # Batches 5-8 of every 12 run slow: a third of them, in windows of four.
-    state = slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
+    slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
     res = lab_run(tmp_path, monkeypatch)
     row, dflt = res["sweep"][0], res["sweep_default_heap"][0]
     # Each worker's first ten batches are its ten samples at T = 64 (a timer pair is no
@@ -97,7 +95,7 @@ def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_pat
     assert failed["slow_samples"]["do"] == "rerun later"
 
 
-def test_a_reading_caught_by_an_interrupt_is_not_a_slow_phase():
+def test_a_reading_caught_by_an_interrupt_is_not_a_slow_spell():
     reference = {"exp": 40e-6, "blas": 60e-6}
     fast, spike = dict(reference), {"exp": 120e-6, "blas": 60e-6}
     slow = {"exp": 80e-6, "blas": 60e-6}
@@ -192,7 +190,7 @@ def test_a_process_slow_for_its_whole_life_is_left_out_of_every_T_and_named(tmp_
 
 def test_two_processes_each_slower_on_one_canary_kernel_are_no_clock_drop_and_none_left_out(
         tmp_path, monkeypatch):
-    # Three workeres; one's BLAS kernel x1.15 for its whole life, another's exp kernel
+    # Three workers; one's BLAS kernel x1.15 for its whole life, another's exp kernel
     # x1.3: neither the clock check nor the process rule
     # fires, no process is left out, and no sample is set aside (each process judged against its
     # own reference).
@@ -202,3 +200,13 @@ def test_two_processes_each_slower_on_one_canary_kernel_are_no_clock_drop_and_no
     assert checks["clock_drop"]["ok"] is True and checks["slow_process"]["ok"] is True
     assert res["canary"]["left_out"] == {}
     assert all(r["samples_set_aside"] == 0 for r in res["sweep"])
+
+
+def test_the_default_heap_worker_s_preemptions_count_in_the_verdict(tmp_path, monkeypatch):
+    # The default-heap worker (the first) is preempted 10,000 times, the workers never: every
+    # worker process is the run's, so the rate over all their sampling is far over the limit.
+    switches = iter([0, 10_000] + [0] * 100)  # each worker reads it before and after it samples
+    monkeypatch.setattr(perf, "preemptions", lambda: next(switches))
+    res = lab_run(tmp_path, monkeypatch)
+    assert res["conditions"]["checks"]["preemptions_per_s"]["ok"] is False
+    assert res["worker_processes"][0]["preempted"] == 10_000

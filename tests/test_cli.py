@@ -99,6 +99,13 @@ def test_the_run_never_counts_itself_among_the_other_processes():
         subprocess.run([sys.executable, "-c", SPIN], timeout=60, check=True)
     if os.name != "nt":
         assert span["own_cpu_s"] >= 0.3
+    # Windows, simulated: a worker's result (5 CPU s) adds its own; in-process, nothing is added.
+    for in_process, least in ((False, 5.0), (True, 0.0)):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(perf.os, "name", "nt")
+            with perf.machine_watched(in_process) as span:
+                span["spawned"].append({"cpu_s": 5.0})
+        assert least <= span["own_cpu_s"] < least + 1.0
 
 
 def test_the_governor_is_every_cpu_s(tmp_path, monkeypatch):

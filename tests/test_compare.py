@@ -29,7 +29,7 @@ def scaled(factor, op="softmax", T=512):
 
 
 def test_five_workers_noise_band_by_hand():
-    # A's five workers: one caught in a slow episode (x2). The second highest over the second
+    # A's five workers: one caught in a slow spell (x2). The second highest over the second
     # lowest ignores it: 1.06 / 1.02 = 1.039; B's 1.16 / 1.12 = 1.036; the band is the floor 1.05.
     a = synthetic.run(process_multiples=(1.00, 1.02, 1.04, 1.06, 2.00))
     b_slow = synthetic.run(times_ms=scaled(1.2), process_multiples=(1.10, 1.12, 1.14, 1.16, 1.18))

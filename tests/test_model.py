@@ -142,16 +142,15 @@ def test_the_byte_model_weighs_the_forward_s_real_arrays():
     assert (model["Q"], model["S"], model["mask"], model["m"]) == (16384, 65536, 16384, 1024)
 
 
-def test_the_steps_and_passes_mirror_the_ops_and_count_their_bytes():
-    # scores' steps and the softmax's passes, run in turn, make the forward's own S and A, and
+def test_the_scaling_and_passes_mirror_the_ops_and_count_their_bytes():
+    # scores' scaling and the softmax's passes, run in turn, make the forward's own S and A, and
     # the arrays they make weigh what forward_arrays says: if softmax() or scores() changed and
     # the passes did not, or the byte model did not, this goes red. Each takes what its op took.
     ops = forward_by_op(*inputs(64))
-    (steps, S_steps), S = perf.scores_steps(*ops["scores"][0]), ops["scores"][1]
-    assert list(steps) == list(perf.SCORES_STEPS) == ["matmul", "scale"]
-    for got in (S_steps, steps["scale"](), steps["matmul"]() / 4.0):  # sqrt(d_k) = 4
+    (scale, S_made), S = perf.scores_scale_call(*ops["scores"][0]), ops["scores"][1]
+    for got in (S_made, scale()):
         np.testing.assert_allclose(got, S, rtol=1e-6)  # a BLAS: equal to rounding
-    calls, (Z, m, D, E, s) = perf.softmax_passes(*ops["softmax"][0])
+    calls, (Z, m, D, E, s) = perf.softmax_pass_calls(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)
     np.testing.assert_array_equal(E / s, ops["softmax"][1])
     np.testing.assert_array_equal(calls["divide"](), ops["softmax"][1])

@@ -165,7 +165,8 @@ def test_the_docstring_map_answers_each_question_in_two_stretches_of_the_file_at
     named = sections_named(ast.get_docstring(TREE), SOURCE)
     assert len(named) == 5 and all(named)  # the five questions, each naming what exists
     assert [runs(s) for s in named if runs(s) > 2] == []
-    # It can fail: judge_run moved to the file's end takes question 4 to a third stretch.
+    # It can fail: judge_run moved to the file's end takes question 4 (named[3]: counted from 0)
+    # to a third stretch.
     moved = moved_to_end(SOURCE, "judge_run")
     assert runs(sections_named(ast.get_docstring(ast.parse(moved)), moved)[3]) == 3
 
@@ -184,7 +185,8 @@ def reached_in_part_two(tree, source, roots):
     return {where[name] for name in seen}
 
 
-# The harness's entry to questions 4 and 5: what judges, what times and what combines.
+# The harness's entry to questions 4 and 5 (keys 3 and 4: counted from 0): what judges, what
+# times and what combines.
 ROOTS = {3: ("judge_processes", "judge_run", "watched_samples", "machine_watched"),
          4: ("read_ceilings", "ceiling_plan", "time_ceilings", "combine_ceilings")}
 

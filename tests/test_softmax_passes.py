@@ -64,7 +64,7 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
     monkeypatch.setattr(perf, "FOCUS_T", 64)  # float64's exp timed here too
     mha = perf.init_mha(64, 4, 0)
     task = {"call_Ts": [64], "d_model": 64, "n_heads": 4, "seed": 0, "cache_budget_bytes": 1 << 20}
-    real = perf.softmax_passes
+    real = perf.softmax_pass_calls
     exp_at = None
 
     def passes(S, mask):  # keep the at-T exp call to slow it
@@ -73,8 +73,8 @@ def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(mo
         exp_at = exp_at or calls["exp"]
         return calls, data
 
-    monkeypatch.setattr(perf, "softmax_passes", passes)
+    monkeypatch.setattr(perf, "softmax_pass_calls", passes)
     rec = perf.calls_at(64, task, mha)
     assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
-    assert set(rec["scores"]) == set(perf.SCORES_STEPS) and rec["exp_float64"]["in_cache"] == 1e-3
+    assert set(rec["scores"]) == {"scale"} and rec["exp_float64"]["in_cache"] == 1e-3

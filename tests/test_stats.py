@@ -49,16 +49,18 @@ def test_quantile_interval_by_hand():
     assert perf.quantile_interval([2.0], 0.5) == (2.0, 2.0, 0.0)
 
 
-def test_the_ceilings_interval_covers_the_true_75th_percentile_95_percent_of_the_time():
+def test_the_ceilings_interval_covers_the_true_75th_percentile_as_often_as_it_says():
     # A skewed distribution of repeat rates (lognormal, sigma 0.5): 2,000 runs of 20 repeats.
-    # Its true 75th percentile is exp(0.5 * z_0.75), z_0.75 = 0.6745.
+    # Its true 75th percentile is exp(0.5 * z_0.75), z_0.75 = 0.6745. The coverage the interval
+    # states for 20 values (at least 95 %; 96.2 % here) is met within three standard errors.
     rng = np.random.default_rng(20)
     truth = math.exp(0.5 * 0.6744897501960817)
-    hits = 0
+    hits, stated = 0, perf.quantile_interval(range(20), perf.CEILING_QUANTILE)[2]
     for _ in range(2000):
         lo, hi, _ = perf.quantile_interval(rng.lognormal(0.0, 0.5, 20), perf.CEILING_QUANTILE)
         hits += lo <= truth <= hi
-    assert 0.93 <= hits / 2000 <= 0.97
+    assert stated >= perf.CONFIDENCE
+    assert abs(hits / 2000 - stated) <= 3 * math.sqrt(stated * (1 - stated) / 2000)
 
 
 def test_run_for_lasts_min_time_whatever_each_call_takes():
@@ -309,7 +311,7 @@ def test_the_interval_over_processes_covers_a_two_group_population_at_its_stated
     assert abs(covered / 1000 - coverage) <= 0.03, (covered, coverage)
 
 
-def test_timer_cost_ratio_pairs_each_timed_forward_with_an_untimed_one_in_alternating_order(
+def test_timed_over_untimed_pairs_each_timed_forward_with_an_untimed_one_in_alternating_order(
         monkeypatch):
     clock, order = [0], []
 
@@ -321,5 +323,5 @@ def test_timer_cost_ratio_pairs_each_timed_forward_with_an_untimed_one_in_altern
     monkeypatch.setattr(perf, "attention_forward_timed", forward("timed", 103))
     monkeypatch.setattr(perf, "attention_forward", forward("untimed", 100))
     monkeypatch.setattr(perf.time, "perf_counter_ns", lambda: clock[0])
-    assert perf.timer_cost_ratio(None, None, None, 4, 0) == pytest.approx(1.03)
+    assert perf.timed_over_untimed(None, None, None, 4, 0) == pytest.approx(1.03)
     assert order == ["untimed", "timed", "timed", "untimed"] * 2

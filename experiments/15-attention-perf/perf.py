@@ -18,9 +18,10 @@ ceilings, the ops taken apart, the workers, a run (run_lab), --compare, the comm
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
 - quiet or disturbed: the machine's section (machine_facts, thread_record) and "Quiet or
   disturbed" after it, one stretch (the watch: watched_samples; which samples and processes
-  feed: judge_processes; the verdict: judge_run), and run_lab, which calls them in that order;
-- beta and pi: the ceilings' section, who times them and when included (Phase 1's, given:
-  read_ceilings; the ridge), their repeats Block B's (run_for; quantile_estimate: the interval).
+  feed: judge_processes; the verdict: judge_run), and run_lab, which calls the last two;
+- beta and pi: the ceilings' section (copy_buffers just above it; Phase 1's, given:
+  read_ceilings; the ridge), and the workers' section after it, who times them and when
+  (make_plan, worker_job); their repeats Block B's (run_for; quantile_estimate: the interval).
 """
 
 import argparse
@@ -129,9 +130,9 @@ def qkv_proj(x, mha):
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (tracemalloc saw both with this numpy; one that elides temporaries may reuse the
-    # first). math.sqrt gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar,
-    # would under NumPy 2 promote all of S to float64).
+    # another (a numpy that elides temporaries may reuse the first). math.sqrt gives a Python
+    # float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would under NumPy 2 promote
+    # all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
 
@@ -181,7 +182,7 @@ def attention_forward_timed(x, mha, mask=None):
     t3 = now()
     O = av(A, V, mha.n_heads)
     t4 = now()
-    out = out_proj(O, mha)
+    out_proj(O, mha)  # its result unused here: only its time
     t5 = now()
     stamps = (t0, t1, t2, t3, t4, t5)  # op k of OPS runs from stamps[k] to stamps[k + 1]
     times = {k: (b - a) * 1e-9 for k, (a, b) in zip(OPS, zip(stamps, stamps[1:]), strict=True)}
@@ -228,7 +229,7 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
     """One process's samples: `rounds` of every T, each T after one untimed forward; interleaved, a
-    round takes every T in a rotating order, meant to spread a slow episode over every T.
+    round takes every T in a rotating order, meant to spread a slow spell over every T.
     The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a context around each
     sample, `after_each(i, (x, mha, mask), record)` after sample i of a T. {str(T): {"samples"}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
@@ -267,7 +268,7 @@ def quantile_interval(values, q):
 
 def quantile_estimate(values, key, q=0.5):
     """The q-quantile of values (the median unless said) as `key`, its distribution-free interval
-    and that interval's coverage beside: every quantile's (value, interval) pair a run writes."""
+    and that interval's coverage beside: how a run writes each quantile it gives an interval."""
     lo, hi, cover = quantile_interval(values, q)
     return {key: float(np.percentile(values, 100 * q)), f"{key}_interval": [lo, hi],
             f"{key}_interval_coverage": cover}
@@ -328,8 +329,8 @@ def png_bytes(fig):
 
 
 def unclutter(fig, labels):
-    """Nudge each label up, then sideways, until it covers no other text and stays in the figure
-    (no such place within reach: where the last try left it)."""
+    """Move each label to the first place, rising from where it is and trying sideways at each
+    height, where it covers no other text and stays in the figure (none: the last place tried)."""
     from matplotlib.text import Text
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -476,8 +477,8 @@ def plot_perf(res):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block D: what each array weighs and each op costs (the lab's formulas), the ridge of the
-# ceilings the harness gives (Phase 1's, else this run's), each op placed on the roofline, its png.
+# Block D: what each array weighs and each op costs (the lab's formulas), each op placed on the
+# roofline of the ceilings the harness gives (beta, pi, their ridge: Phase 1's, else this run's).
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
@@ -512,8 +513,7 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASSES, SCORES_STEPS = ([call.split("/")[1] for call in CALL_ARRAYS if call.startswith(op)]
-                        for op in ("softmax/", "scores/"))  # their names, in that order
+PASSES = [call.split("/")[1] for call in CALL_ARRAYS if call.startswith("softmax/")]  # in order
 # The arrays each op reads or writes as naive numpy runs it, each once: its footprint, by which
 # place_on_roofline sets it under a cache level's roof (assumed: it then runs at that copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
@@ -739,13 +739,12 @@ def softmax_against_roofs(row, ceilings):
     """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
     (numpy runs it on one), and the roof of the smallest level its working set fits in."""
     sm = row["ops"]["softmax"]
-    roof = lambda beta: beta * sm["intensity"]  # noqa: E731
+    memory_roof = ceilings["beta_peak_GBps"] * sm["intensity"]
     return {"T": row["T"], **{k: sm[k] for k in ("GFLOPS", "intensity", "level",
                                                   "working_set_bytes", "level_roof_GFLOPS")},
-            "memory_roof_GFLOPS": roof(ceilings["beta_peak_GBps"]),
-            "ratio_to_memory_roof": sm["GFLOPS"] / roof(ceilings["beta_peak_GBps"]),
+            "memory_roof_GFLOPS": memory_roof, "ratio_to_memory_roof": sm["GFLOPS"] / memory_roof,
             "ratio_to_1thread_dram_copy":
-                sm["GFLOPS"] / roof(ceilings["levels"]["DRAM"]["GBps_1thread"]),
+                sm["GFLOPS"] / (ceilings["levels"]["DRAM"]["GBps_1thread"] * sm["intensity"]),
             "ratio_to_level_roof": sm["GFLOPS"] / sm["level_roof_GFLOPS"]}
 
 
@@ -795,15 +794,15 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     return out
 
 
-def scores_step_times(rows, counted):
-    """scores taken apart at each T: its matmul and its scaling pass, each the median over the
-    processes (seconds) with its interval."""
+def scores_scale_times(rows, counted):
+    """scores' scaling pass (/ sqrt(d_k), one more pass over S) timed alone at each T: the median
+    over the processes (seconds) with its interval."""
     out = []
     for row in rows:
-        if got := [w["apart"][t]["scores"] for w in counted if (t := str(row["T"])) in w["apart"]]:
-            steps = {k: quantile_estimate([g[k] for g in got], f"{k}_s") for k in SCORES_STEPS}
-            out.append({"T": row["T"], "process_count": len(got), **steps["matmul"],
-                        **steps["scale"]})
+        if got := [w["apart"][t]["scores"]["scale"] for w in counted
+                   if (t := str(row["T"])) in w["apart"]]:
+            out.append({"T": row["T"], "process_count": len(got),
+                        **quantile_estimate(got, "scale_s")})
     return out
 
 
@@ -817,7 +816,7 @@ def analyse(rows, cfg, ceilings, counted, windows):
            "scores_av_threshold": thresholds(d // h, ceilings["ridge"]),
            "on_lab_laptop": on_lab_laptop(d, h),
            "phase_27_preview": phase_27_preview(focus or rows[-1], d, h, ceilings),
-           "scores_steps": scores_step_times(rows, counted),
+           "scores_scale": scores_scale_times(rows, counted),
            "softmax_passes": softmax_pass_comparisons(rows, counted, d, h),
            "threading_windows": windows}
     if focus:
@@ -854,7 +853,8 @@ def make_manifest(results):
 
 # ==============================================================================================
 # PART II — THE HARNESS: it calls Part I and records how the run went, in the sections the
-# module's docstring lists (the parent only spawns, a worker only measures). Limits: set by hand.
+# module's docstring lists (the parent plans, spawns and judges, a worker only measures; with
+# --in-process, for tests, the parent runs the workers' jobs itself). Limits: set by hand.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -1002,7 +1002,7 @@ def threads_warning(results):
 # flag), the BLAS threads that ran. Beside it, not in it: threads_warning's and report's warnings.
 # (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
 # workload read between every two sample batches (watched; calls_at's and the ceilings' batches go
-# unwatched); after each sample, the timers' cost and, in a one-thread round, its repeat
+# unwatched); after each sample, the timers' overhead and, in a one-thread round, its repeat
 # (after_sample); page faults, cpufreq's MHz, preemptions (machine_around, watched_samples); the
 # set-up it measures in (measuring: heap, threads, gc).
 
@@ -1040,9 +1040,9 @@ def watched(fn, min_time, canary, blas_threads=None):
 TIMER_PAIR_SHARE = 1 / 24  # pairs for this share of a sample's forwards: a timed, an untimed
 
 
-def timer_cost_ratio(x, mha, mask, pairs, parity):
-    """What the timers cost: the median of `pairs` timed/untimed forwards, the order in a pair
-    alternating pair by pair from `parity` (assumed: a drift slows both alike)."""
+def timed_over_untimed(x, mha, mask, pairs, parity):
+    """The timers' overhead as a ratio: the median of `pairs` timed/untimed forwards, the order in
+    a pair alternating pair by pair from `parity` (assumed: a drift slows both alike)."""
     now, forwards = time.perf_counter_ns, (attention_forward_timed, attention_forward)
     ratios = []
     for j in range(pairs):
@@ -1056,11 +1056,11 @@ def timer_cost_ratio(x, mha, mask, pairs, parity):
 
 
 def after_sample(task, i, forward_args, rec, canary):
-    """After sample i of a T (rec, its record): the timers' cost over TIMER_PAIR_SHARE of its
+    """After sample i of a T (rec, its record): the timers' overhead over TIMER_PAIR_SHARE of its
     forwards (timer_pairs); in a one-thread round, the same sample on one BLAS thread."""
     if task["timer_pairs"]:
         pairs = math.ceil(rec["samples"][-1]["n"] * TIMER_PAIR_SHARE)
-        rec.setdefault("timer_ratios", []).append(timer_cost_ratio(*forward_args, pairs, i))
+        rec.setdefault("timer_ratios", []).append(timed_over_untimed(*forward_args, pairs, i))
     if i in task["one_thread_rounds"]:
         one = sample_forwards(*forward_args, task["min_time"],
                               lambda fn, t: watched(fn, t, canary, 1))
@@ -1078,7 +1078,7 @@ def cpufreq_MHz(dirs):
 
 def preemptions():
     """Involuntary context switches of this process so far, summed over its threads by Linux's
-    getrusage, BLAS's included (psutil counts the main thread's only); None off Linux."""
+    getrusage, BLAS's included; None off Linux."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw if platform.system() == "Linux" \
         else None
 
@@ -1199,10 +1199,11 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
 
 def pool_row(T, records):
     """One T's row of `records` (the counted processes' or the default heap's): pool_T of the kept
-    samples of the processes that kept any (none did: all); page faults a forward; timers' cost."""
+    samples of the processes that kept any (none did: all); page faults a forward; the timers'
+    overhead."""
     samples = [s for rec in records for s in rec["samples"]]
     faults = [rec["faults"] for rec in records]
-    pair_ratios = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
+    overheads = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
     aside, kept_by = [], {}  # kept_by: the processes that kept any, their kept samples
     for rec in records:
         for sample in rec["samples"]:
@@ -1214,7 +1215,7 @@ def pool_row(T, records):
             "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
             if aside else None, "page_faults_per_forward": None if None in faults else
             sum(faults) / sum(s["n"] for s in samples),
-            **(quantile_estimate(pair_ratios, "instrumentation_overhead") if pair_ratios else {})}
+            **(quantile_estimate(overheads, "instrumentation_overhead") if overheads else {})}
 
 
 def pool_sweep(Ts, counted, default_heap_worker):
@@ -1235,7 +1236,7 @@ BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its o
 COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time (last window)
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
-PREEMPT_LIMIT = 50        # involuntary context switches per second of the workers' sampling
+PREEMPT_LIMIT = 50        # involuntary context switches a second, all worker processes' sampling
 CLOCK_DROP_LIMIT = 0.10   # the clock (or canary) may fall this much, first to last counted worker
 CLOCK_QUANTILE = 0.25     # the canary's kernels, first and last counted worker: this quantile
 NAMED_CPUS = 0.05         # another process is named in a remedy from this many CPUs on average
@@ -1273,14 +1274,14 @@ def machine_load(own_pids):
 
 @contextlib.contextmanager
 def machine_watched(in_process):
-    """Around what it wraps (run_lab: spawn_all, every worker from its start to its result): the
-    machine's load before and after ("load"), this run's own CPU seconds in between ("own_cpu_s";
-    Windows counts no children's: the workers' results, put in "workers", add theirs)."""
+    """Around what it wraps (run_lab: spawn_all, every worker process from its start to its
+    result): the machine's load before and after ("load"), this run's own CPU seconds in between
+    ("own_cpu_s"; Windows counts no children's: the results put in "spawned" add theirs)."""
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
-    out, own0 = {"load": [machine_load({os.getpid()})], "workers": []}, own()
+    out, own0 = {"load": [machine_load({os.getpid()})], "spawned": []}, own()
     yield out
     out["load"].append(machine_load({os.getpid()}))
-    out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in out["workers"])
+    out["own_cpu_s"] = own() - own0 + (sum(w["cpu_s"] for w in out["spawned"])
                                        if os.name == "nt" and not in_process else 0)
 
 
@@ -1303,16 +1304,16 @@ def others_by_name(start, end):
     return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
 
 
-def interference_checks(start, end, own_cpu_s, spare_cores, workers, other_procs):
+def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs):
     """What others did: CPU use past the cores the BLAS threads leave free (another program on
-    those is allowed: a choice), the hypervisor's steal, the workers' preemptions while sampling."""
+    those is allowed: a choice), the hypervisor's steal, the worker processes' preemptions while
+    sampling (`spawned`: all of them, the default-heap one too)."""
     wall = end["perf_s"] - start["perf_s"]
     others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
     steal = None if start["steal"] is None else \
         (end["steal"] - start["steal"]) / max(end["all_cpu_s"] - start["all_cpu_s"], 1e-9)
-    sampled = [(w["preempted"], w["sampling_s"]) for w in workers
-               if w["preempted"] is not None]
+    sampled = [(w["preempted"], w["sampling_s"]) for w in spawned if w["preempted"] is not None]
     rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
     named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
     close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
@@ -1327,8 +1328,8 @@ def interference_checks(start, end, own_cpu_s, spare_cores, workers, other_procs
                 f"time (steal; limit {100 * STEAL_LIMIT:.0f}%)", "a shared VM: rerun later, and "
                 "quote ratios or set runs side by side with --compare", "rerun later"),
             "preemptions_per_s": make_check(
-                rate, PREEMPT_LIMIT, f"the workers were preempted {rate or 0:.0f} times a second "
-                f"while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU",
+                rate, PREEMPT_LIMIT, f"the worker processes were preempted {rate or 0:.0f} times a "
+                f"second while sampling (limit {PREEMPT_LIMIT}): their threads waited for a CPU",
                 close[0] + "; where the BLAS threads outnumber the CPUs, ask for fewer (--threads)",
                 close[1] + ", or fewer BLAS threads")}
 
@@ -1405,20 +1406,21 @@ def verdict_from(checks):
             "unknown": [n for n, ch in checks.items() if ch["ok"] is None]}
 
 
-def judge_run(load, own_cpu_s, hardware, threads, workers, counted, left_out, rows):
+def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, rows):
     """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
     changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
-    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); the
-    workers' preemptions and sampling time, the counted ones' MHz and canary readings (the watch);
-    left_out, counted (judge_processes); rows (pool_row); the BLAS threads that ran."""
+    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); every worker
+    process's preemptions and sampling time (`spawned`, the default-heap one first), the counted
+    workers' MHz and canary readings (the watch); left_out, counted (judge_processes); rows
+    (pool_row); the BLAS threads that ran."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs = others_by_name(*load)
     return {**verdict_from({
-        **interference_checks(*load, own_cpu_s, spare, workers, other_procs),
+        **interference_checks(*load, own_cpu_s, spare, spawned, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
                        hardware["virtualized"]),
-        **canary_checks(rows, workers, left_out)}), "other_processes": other_procs[:5]}
+        **canary_checks(rows, spawned[1:], left_out)}), "other_processes": other_procs[:5]}
 
 
 def cooperation_finding(windows, threads_ran):
@@ -1439,6 +1441,77 @@ def cooperation_finding(windows, threads_ran):
                 "scores and av move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
+
+
+# ----------------------------------------------------------------------------------------------
+# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
+# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
+# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise assumed
+                          # only to add)
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
+
+
+def scores_scale_call(Q, K, h):
+    """scores(Q, K, h) as naive numpy runs it, taken apart: its scaling pass's call (on the
+    matmul's P), and S, as scores'."""
+    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
+    return lambda: P / scale, P / scale
+
+
+def softmax_pass_calls(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def calls_at(T, task, mha):
+    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
+    scale, S = scores_scale_call(Q, K, mha.n_heads)
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    fns = {("scores", "scale"): scale}
+    for p in PASSES:
+        n_floats = n_bytes[f"softmax/{p}"] // 8
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1479,15 +1552,6 @@ COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
-
-
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
@@ -1625,69 +1689,6 @@ def combine_ceilings(counted, workers, spec, given=None):
               "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
               "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
     return with_ridge(c)
-
-
-# ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' two steps, and the softmax's passes, each beside the
-# same call on the rows of S that fit in cache and a copy of as many bytes (the ceilings'
-# copy_buffers): comparisons of what each costs, never inputs to the figures.
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise assumed
-                          # only to add)
-
-
-def scores_steps(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: {step: its call}, and S, as scores'."""
-    Qh, KhT = split_heads(Q, h), split_heads(K, h).transpose(0, 2, 1)
-    scale = math.sqrt(Q.shape[1] // h)
-    P = Qh @ KhT
-    return {"matmul": lambda: Qh @ KhT, "scale": lambda: P / scale}, P / scale
-
-
-def softmax_passes(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
-
-
-def calls_at(T, task, mha):
-    """At T, scores' steps and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round costs a batch)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S by scores' steps
-    steps, S = scores_steps(Q, K, mha.n_heads)
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_passes(S, mask), softmax_passes(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", step): call for step, call in steps.items()}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1924,7 +1925,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # as all asked
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # the last worker's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
@@ -1946,7 +1947,7 @@ def run_lab(args, argv):
     plan = make_plan(args, hardware, threads, given)
     refuse_early(args, plan)
     with machine_watched(args.in_process) as span:  # the verdict's span: every worker's life
-        dflt, *workers = span["workers"] = spawn_all(plan, args.in_process)  # Block B's, more
+        dflt, *workers = span["spawned"] = spawn_all(plan, args.in_process)  # Block B's, more
     hardware["cpufreq_at_end"] = cpufreq_settings()
     left_out, counted = judge_processes(dflt, workers)  # the canary's word on each
     rows, default_rows = pool_sweep(args.T, counted, dflt)  # Block B
@@ -1956,7 +1957,7 @@ def run_lab(args, argv):
         place_on_roofline(r, args.d_model, args.n_heads, ceilings)
     cfg = run_config(args, plan, threads)
     analysis = analyse(rows, cfg, ceilings, counted, windows)  # Block E
-    cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, workers, counted,
+    cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, span["spawned"], counted,
                      left_out, rows)
     cond["findings"] = {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}
     results = results_record(cfg, hardware, threads, blas, [dflt, *workers], left_out, run_t0,
@@ -2166,11 +2167,11 @@ def report(results, out):
           + f"\n{'T':>5} " + " ".join(
         f"{k:>9}" for k in OPS) + f" {'forward':>9}  ms (time_s) {'timers':>7} {'faults/fw':>9} "
         f"{'default heap':>13}   set aside (canary, median ratio)")
-    for r, dflt in zip(results["sweep"], results["sweep_default_heap"]):
-        faults = r["page_faults_per_forward"]
+    for r, default_row in zip(results["sweep"], results["sweep_default_heap"]):
+        faults, default_ms = r["page_faults_per_forward"], default_row["forward_s"] * 1e3
         print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in OPS)
               + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['instrumentation_overhead']:7.2%} "
-              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {dflt['forward_s'] * 1e3:10.3f}"
+              f"{'n/a' if faults is None else f'{faults:.1f}':>9} {default_ms:10.3f}"
               f" ms   {r['samples_set_aside']}/{r['sample_count']}" + (
                   f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else ""))
     print(f"time_s: {DEFINITIONS['time_s']}; its interval: {DEFINITIONS['time_s_interval']}")
