@@ -372,7 +372,7 @@ LAB = [
     ("in cache, at every T in {} of the", lambda r, m: n_runs(r, m, IN_CACHE)),
     ("of the {} runs; copies", N),
     ("of the {} runs. numpy", N),
-    ("medians over **{}** processes", lambda r, m: str(SP(r, 512)["process_count"])),
+    ("(processes timing them: **{}**)", lambda r, m: str(SP(r, 512)["process_count"])),
     *(pass_row(p) for p in perf.PASSES),
     ("copies of their bytes (**{} %** of the sum)", lambda r, m: range_of([100 * COPY_SHARE(ps) for x in RUNS(r, m)
                                                              for ps in entries(x)], 0)),
