@@ -768,15 +768,15 @@ def threading_windows(Ts, counted, kept=lambda sample: True):
 
 def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     """Block E's comparisons of the softmax's passes (rates, not causes): per T and pass, ns per
-    element at T, in cache and as one thread's copy of its bytes (processes' medians, intervals)."""
+    element at T, in cache and as one thread's copy of its bytes (the processes' medians)."""
     out = []
     for row in rows:
         T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
         if not (got := [w["apart"][str(T)] for w in counted if str(T) in w["apart"]]):
             continue
         n_el, n_queries = n_heads * T * T, got[0]["in_cache_queries"]
-        per = lambda p, kind, scale, key: quantile_estimate(  # noqa: E731
-            [scale * g[p][kind] for g in got], key)
+        per = lambda p, kind, scale, key: {  # noqa: E731
+            key: float(np.median([scale * g[p][kind] for g in got]))}
         passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
@@ -796,13 +796,12 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 def scores_scale_times(rows, counted):
     """scores' scaling pass (/ sqrt(d_k), one more pass over S) timed alone at each T: the median
-    over the processes (seconds) with its interval."""
+    over the processes (seconds)."""
     out = []
     for row in rows:
         if got := [w["apart"][t]["scores"]["scale"] for w in counted
                    if (t := str(row["T"])) in w["apart"]]:
-            out.append({"T": row["T"], "process_count": len(got),
-                        **quantile_estimate(got, "scale_s")})
+            out.append({"T": row["T"], "process_count": len(got), "scale_s": float(np.median(got))})
     return out
 
 
