@@ -129,7 +129,6 @@ def drifted(results, manifest, beta, slower, start):
         for ps in e["passes"]:
             for k in ("ns_per_element", "in_cache_ns_per_element", "copy_ns_per_element"):
                 ps[k] *= slower
-                ps[f"{k}_interval"] = [slower * v for v in ps[f"{k}_interval"]]
     a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"]),
              phase_27_preview=perf.phase_27_preview(keyed, d, h, c),
              softmax_at_T_512=perf.softmax_against_roofs(keyed, c))
