@@ -203,6 +203,11 @@ def test_no_label_of_the_bars_hides_under_the_inset(res):
             box = inset.get_tightbbox(r)  # its ticks, labels and title included
             for t in ax.texts:
                 assert overlap(t.get_window_extent(r), box) <= 1, f"{t.get_text()!r} under the inset"
+            # and the inset's own labels inside its frame (room above its bars for them)
+            frame = inset.get_window_extent(r)
+            for t in inset.texts:
+                b = t.get_window_extent(r)
+                assert b.y1 <= frame.y1 + 1 and b.x1 <= frame.x1 + 1, f"{t.get_text()!r} leaves the inset"
 
 
 def png_size(path):

@@ -394,9 +394,10 @@ def footer(fig, res, marks, protocol):
     return (len(text) * 7.5 * 1.3 + 6) / 72 / fig.get_figheight()
 
 
-def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
+def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5, headroom=1.22):
     """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar (its row at
-    that T) beside; rows whose T is `labelled` get their time and dominant op. The labels."""
+    that T) beside; rows whose T is `labelled` get their time and dominant op; the scale's top
+    `headroom` x the tallest (room for the labels). The labels."""
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for op in OPS:
@@ -405,7 +406,7 @@ def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5):
         bottom += ms
     default_rows = [default_heap.get(r["T"]) for r in rows]
     heights = np.array([row["forward_s"] * 1e3 if row else np.nan for row in default_rows])
-    top = 1.22 * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
+    top = headroom * max(bottom.max(), min(np.nanmax(heights, initial=0), 2.5 * bottom.max()))
     cut = top / 1.12  # a hatched bar stops here, under the top: room for its label above
     ax.bar(x + 0.36, np.fmin(heights, cut), 0.22, fill=False, hatch="///", edgecolor="0.45", lw=0.8)
     labels, above = [], dict(xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
@@ -439,8 +440,9 @@ def plot_perf(res):
         tall = [i for i, r in enumerate(rows) if 1e3 * max(r["forward_s"], default_heap.get(
             r["T"], r)["forward_s"]) > 0.3 * ax.get_ylim()[1]] + [len(rows)]  # xlim: -0.5, n-0.4
         width = min(0.16 + 0.2 * len(small), (tall[0] + 0.1) / (len(rows) + 0.1) - 0.13)
-        inset = ax.inset_axes([0.13, 0.42, width, 0.45])
-        labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5)
+        inset = ax.inset_axes([0.13, 0.44, width, 0.43])
+        labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5,
+                             1.35)  # a short axes: its labels take more of its height
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
@@ -1448,8 +1450,7 @@ def cooperation_finding(windows, threads_ran):
 # the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call's batch in turn; the fastest kept (noise assumed
-                          # only to add)
+CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
 
 
 def copy_buffers(nbytes):
