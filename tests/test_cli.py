@@ -81,7 +81,7 @@ def test_a_run_beside_a_cpu_hog_names_the_hog_and_says_to_close_it(tmp_path):
     assert re.search(r"what to do: close [^\n]*cpu-hog \(", proc.stdout)
 
 
-SPIN = "import time\nwhile time.process_time() < 0.3: pass"  # a worker's stand-in: 0.3 CPU s
+SPIN = "import time\nwhile time.process_time() < 0.5: pass"  # a worker's stand-in: 0.5 CPU s
 
 
 def test_the_run_never_counts_itself_among_the_other_processes():
@@ -98,7 +98,7 @@ def test_the_run_never_counts_itself_among_the_other_processes():
     with perf.machine_watched(in_process=False) as span:
         subprocess.run([sys.executable, "-c", SPIN], timeout=60, check=True)
     if os.name != "nt":
-        assert span["own_cpu_s"] >= 0.3
+        assert span["own_cpu_s"] >= 0.3  # the kernel counts a child's CPU by ticks: a margin
     # Windows, simulated: a worker's result (5 CPU s) adds its own; in-process, nothing is added.
     for in_process, least in ((False, 5.0), (True, 0.0)):
         with pytest.MonkeyPatch.context() as m:
