@@ -196,7 +196,7 @@ def FWD_STEP(r, m):
     return FWD(lo[-1]), FWD(hi[0])
 
 
-def APART(r, m):
+def SET_APART(r, m):
     """The runs past that step where it is wider than the spread of the runs on either side of
     it (a state of their own), else none."""
     (lo, hi), (below, past) = FWD_GROUPS(r, m), FWD_STEP(r, m)
@@ -404,7 +404,7 @@ LAB = [
     ("quiet, **{}** disturbed", lambda r, m: n_runs(r, m, lambda x: x["conditions_verdict"] != "quiet")),
     ("β ranged from **{}** GB/s, the forward", BETA_RANGE),
     ("at T = 512 from **{}** ms; runs set", FWD_RANGE),
-    ("on either side: **{}** (the largest", lambda r, m: WORDS[len(APART(r, m))]),
+    ("on either side: **{}** (the largest", lambda r, m: WORDS[len(SET_APART(r, m))]),
     ("the largest step, ×**{}**).", lambda r, m: (lambda below, past: num(past / below, 2))(
         *FWD_STEP(r, m))),
     ("(±1: a drift): β **{}**, the", lambda r, m: f"{DRIFT(r, m, lambda x: x['beta']):.2f}".replace("-", "−")),

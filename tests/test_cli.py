@@ -94,7 +94,7 @@ def test_the_run_never_counts_itself_among_the_other_processes():
     assert os.getpid() not in procs and other.pid in procs
     # A worker, a child that ended within the span, is the run's: its CPU in own_cpu_s, which
     # the verdict takes from the machine's busy time (Windows counts no children's: there the
-    # worker's result brings its cpu_s, machine_watched's "workers").
+    # worker's result brings its cpu_s, machine_watched's "spawned").
     with perf.machine_watched(in_process=False) as span:
         subprocess.run([sys.executable, "-c", SPIN], timeout=60, check=True)
     if os.name != "nt":

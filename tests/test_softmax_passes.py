@@ -1,5 +1,5 @@
 """Block E's why by hand: the softmax's passes compared with the same call in cache and with a
-copy of the same bytes, each a median over the processes with its interval, and nothing read
+copy of the same bytes, each a median over the processes (no interval), and nothing read
 from the sweep's times."""
 import copy
 import functools

@@ -103,7 +103,7 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
                                    "T = 512 (the median of 8 pairs; limit 0.9): the threads "
                                    "slowed av here")
     assert f["advice"] == (
-        "one thread was faster in the same windows (threading_windows): run with "
+        "here one thread was faster in the same windows (threading_windows): try "
         "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of scores and "
         "av move with it, so compare such a run only with other one-thread runs")
     good = perf.cooperation_finding([window(512, 0.75)], 2)
@@ -127,15 +127,20 @@ def test_one_blas_thread_is_never_judged_on_cooperation():
     assert perf.cooperation_finding([], 2)["holds"] is None
 
 
-def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz():
+def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz(monkeypatch):
     workers = [worker(MHz=[2900, 2900, 2850]), worker(MHz=[2500]), worker(MHz=[2175, 2175])]
+    monkeypatch.setattr(platform, "system", lambda: "Linux")  # the remedy names the OS's tool
     v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, workers))
     assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
     assert v["checks"]["clock_drop"]["basis"] == "cpufreq"
     assert "was 2900 in the first counted worker and 2175 in the last (speed -25%)" \
         in reasons(v)[0]
-    assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"
+    assert v["failed"][0]["do"] == "full power (on AC), or rerun later"
     assert "sudo cpupower frequency-set -g performance" in v["failed"][0]["remedy"]
+    for system in ("Darwin", "Windows"):  # no cpupower there: the power mode
+        monkeypatch.setattr(platform, "system", lambda system=system: system)
+        remedy = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, workers))["failed"][0]["remedy"]
+        assert "best-performance power mode" in remedy and "cpupower" not in remedy
     steady = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [worker(MHz=[2900])] * 3))
     assert steady["verdict"] == "quiet"
 
@@ -150,7 +155,7 @@ def test_without_cpufreq_the_canary_s_exp_kernel_is_the_clock():
     assert v["checks"]["clock_drop"]["basis"] == "canary"
     assert "exp reading took 40.0 us in the first counted worker and 50.0 in the last" in \
         reasons(v)[0]
-    assert v["failed"][0]["do"] == "performance governor (laptop: AC), or rerun later"  # a laptop, perhaps
+    assert v["failed"][0]["do"] == "full power (on AC), or rerun later"  # a laptop, perhaps
     # On a VM the canary cannot tell the clock from the shared host: the host's remedy.
     vm = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, worker(), last], True))
     assert vm["failed"][0]["remedy"].startswith("on a VM the canary cannot tell the clock")
@@ -160,7 +165,7 @@ def test_without_cpufreq_the_canary_s_exp_kernel_is_the_clock():
     # cpufreq's MHz are the clock's own: a VM that reads them keeps the laptop's remedy.
     mhz = [worker(MHz=[2900]), worker(MHz=[2175])]
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, mhz, True))["failed"][0]["do"] == \
-        "performance governor (laptop: AC), or rerun later"
+        "full power (on AC), or rerun later"
     # A slow episode in the last worker that its fastest quarter escapes is not a sustained fall.
     episode = worker(exp_us=(40, 40, 60, 60))
     assert verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [first, episode]))["verdict"] == \

@@ -7,7 +7,7 @@ or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick 
 purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it and hands it records (Part I reads their keys): the machine, quiet or disturbed, the
+calls it and hands it records it reads by key and value: the machine, quiet or disturbed, the
 ceilings, the ops taken apart, the workers, a run (run_lab), --compare, the command line. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
   sample_forwards; Block B's banner lists a sample's fields, who adds each and when), and "Quiet
@@ -194,8 +194,8 @@ def attention_forward_timed(x, mha, mask=None):
 # Block B: what a sample is, one process's samples, and the statistic: each T's row from the
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
 
-# A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as
-# the lab asks); a sample, a ceiling's repeat and a pass's timing are each one batch. A sample, one
+# A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as the
+# lab asks; calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. Part II adds, all in "Quiet or disturbed": in the worker, as it runs,
 # canary_around, the canary's last reading before the batch and its first after it (watched), and
@@ -395,9 +395,8 @@ def footer(fig, res, marks, protocol):
 
 
 def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5, headroom=1.22):
-    """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar (its row at
-    that T) beside; rows whose T is `labelled` get their time and dominant op; the scale's top
-    `headroom` x the tallest (room for the labels). The labels."""
+    """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar beside; rows
+    whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest."""
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for op in OPS:
@@ -788,7 +787,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                     "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
                     "passes_bytes": sum(e["bytes"] for e in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
-        if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, both in cache
+        if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, on the same rows
             f32, f64 = (per(k, "in_cache", 1e9 / (n_queries * T), n) for k, n in (
                 ("exp", "float32_ns_per_element"), ("exp_float64", "float64_ns_per_element")))
             out[-1]["exp_precision"] = {**f32, **f64, "float64_over_float32":
@@ -803,7 +802,7 @@ def scores_scale_times(rows, counted):
     for row in rows:
         if got := [w["apart"][t]["scores"]["scale"] for w in counted
                    if (t := str(row["T"])) in w["apart"]]:
-            out.append({"T": row["T"], "process_count": len(got), "scale_s": float(np.median(got))})
+            out.append({"T": row["T"], "scale_s": float(np.median(got))})
     return out
 
 
@@ -945,7 +944,7 @@ def machine_facts(freq):
     return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
         **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
         "smt": physical and logical > physical, "caches": caches,
-        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86 says
+        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's flag
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
         "cpufreq_at_start": freq, "unavailable": unavailable}
@@ -1307,8 +1306,8 @@ def others_by_name(start, end):
 
 def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs):
     """What others did: CPU use past the cores the BLAS threads leave free (another program on
-    those is allowed: a choice), the hypervisor's steal, the worker processes' preemptions while
-    sampling (`spawned`: all of them, the default-heap one too)."""
+    those is allowed: a choice), the hypervisor's steal, every worker process's (`spawned`)
+    preemptions while sampling."""
     wall = end["perf_s"] - start["perf_s"]
     others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
@@ -1355,9 +1354,10 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
                             for k in fast[0])
     else:
         drop, basis, what = None, None, ""
-    laptop = ("on a laptop, turbo can end as its power budget runs out: plug it in and set the "
-              "performance governor (sudo cpupower frequency-set -g performance), then rerun; on "
-              "a shared machine, rerun later", "performance governor (laptop: AC), or rerun later")
+    full = "set the performance governor (sudo cpupower frequency-set -g performance)" if \
+        platform.system() == "Linux" else "choose the best-performance power mode"  # by OS
+    laptop = (f"on a laptop, turbo can end as its power budget runs out: plug it in and {full}, "
+              "then rerun; on a shared machine, rerun later", "full power (on AC), or rerun later")
     host = basis == "canary" and virtualized
     why = "the CPUs' mean scaling_cur_freq fell" if basis == "cpufreq" else \
         "the later canary readings ran slower"
@@ -1437,7 +1437,7 @@ def cooperation_finding(windows, threads_ran):
             f"on av at T = {window['T']} (the median of {window['pairs']} pairs; limit "
             f"{COOPERATION_LIMIT}): the threads " + (
                 "slowed av here" if ratio > 1 else "barely helped av here"), "advice": (
-                f"one thread was faster in the same windows (threading_windows): run with "
+                "here one thread was faster in the same windows (threading_windows): try "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
                 "scores and av move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
@@ -1832,13 +1832,13 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
 def refuse_early(args, plan):
     """Refuse before measuring a run the memory cannot hold (the largest T that fits named), or an
     --out that takes no file."""
-    spec, own = plan["ceiling_spec"], psutil.Process().memory_info().rss
-    need = lambda Ts: own + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa: E731
+    spec, own_rss = plan["ceiling_spec"], psutil.Process().memory_info().rss
+    need = lambda Ts: own_rss + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa
     if (needed := need(args.T)) > (available := psutil.virtual_memory().available):
         lo = next((T for T in range(max(args.T) // 64 * 64, 0, -64)  # the largest 64 k that fits
                    if need([t for t in args.T if t < T] + [T]) <= available), 0)
         raise UsageError(f"--T {max(args.T)} needs about {needed / 2**30:.1f} GiB of memory "
-                         f"({own / 2**30:.2f} of them this process's); {available / 2**30:.2f} "
+                         f"({own_rss / 2**30:.2f} of them this process's); {available / 2**30:.2f} "
                          "GiB are available" + (
                              f": the largest multiple of 64 that fits is T = {lo}" if lo else ""))
     made = []
@@ -1861,8 +1861,7 @@ def run_config(args, plan, threads):
     return {"d_model": args.d_model, "n_heads": args.n_heads, "T_sweep": args.T,
             "d_head": args.d_model // args.n_heads, "seed": args.seed, "min_time_s": args.min_time,
             "samples_per_T": n_workers * task1["rounds"], "workers": n_workers,
-            "quick": args.quick, "blas_threads": threads["blas_threads"],
-            "one_thread_rounds": task1["one_thread_rounds"]}
+            "quick": args.quick, "blas_threads": threads["blas_threads"]}
 
 
 def to_json(obj):  # a NaN or an infinity (not JSON) fails the run here, before any file is written
