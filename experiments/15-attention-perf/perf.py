@@ -329,8 +329,8 @@ def png_bytes(fig):
 
 
 def unclutter(fig, labels):
-    """Move each label to the first place, rising from where it is and trying sideways at each
-    height, where it covers no other text and stays in the figure (none: the last place tried)."""
+    """Move each label to the first place (rising, trying sideways at each height) where it covers
+    no other text and stays in the figure, an inset's label in its inset (none: the last tried)."""
     from matplotlib.text import Text
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -341,13 +341,15 @@ def unclutter(fig, labels):
     obstacles = [lg.get_window_extent(renderer) for lg in legends] + [
         t.get_window_extent(renderer) for t in fig.findobj(Text) if t not in labels and
         t not in in_legend and t.get_visible() and t.get_text().strip()]
+    insets = [inset for ax in fig.axes for inset in ax.child_axes]
     for label in labels:  # each placed label becomes an obstacle for the next
         x0, y0 = label.xyann
+        box = label.axes.get_window_extent(renderer) if label.axes in insets else fig.bbox
         for dy, dx in ((y, x) for y in range(0, 200, 4) for x in (0, 12, -12, 24, -24, 48, -48)):
             label.xyann = (x0 + dx, y0 + dy)
             b = label.get_window_extent(renderer)
-            if b.x0 >= 0 and b.y0 >= 0 and b.x1 <= fig.bbox.width and \
-                    b.y1 <= fig.bbox.height and all(clear(b, box) for box in obstacles):
+            if b.x0 >= box.x0 and b.y0 >= box.y0 and b.x1 <= box.x1 and b.y1 <= box.y1 and \
+                    all(clear(b, other) for other in obstacles):
                 break
         obstacles.append(label.get_window_extent(renderer))
 
@@ -441,7 +443,7 @@ def plot_perf(res):
         width = min(0.16 + 0.2 * len(small), (tall[0] + 0.1) / (len(rows) + 0.1) - 0.13)
         inset = ax.inset_axes([0.13, 0.44, width, 0.43])
         labels += stack_bars(inset, small, default_heap, dominant, {r["T"] for r in small}, 7.5,
-                             1.35)  # a short axes: its labels take more of its height
+                             1.6)  # a small axes: room for a label to rise above another
         inset.tick_params(labelsize=7.5)
         inset.set_title(f"T = {', '.join(str(r['T']) for r in small)} at their own scale (ms)",
                         fontsize=8)
