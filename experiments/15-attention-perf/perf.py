@@ -1961,7 +1961,7 @@ def run_lab(args, argv):
     cond = judge_run(span["load"], span["own_cpu_s"], hardware, threads, span["spawned"], counted,
                      left_out, rows)
     cond["findings"] = {"threads_cooperate": cooperation_finding(windows, threads["blas_threads"])}
-    results = results_record(cfg, hardware, threads, blas, [dflt, *workers], left_out, run_t0,
+    results = results_record(cfg, hardware, threads, blas, span["spawned"], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)
     files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
