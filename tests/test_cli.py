@@ -230,6 +230,20 @@ def tiny_task(**kw):
             "ceiling_spec": None, **kw}
 
 
+def test_warm_heap_workers_interleave_time_their_timers_and_repeat_a_round_on_one_thread():
+    """How a worker samples, by hand: the warm-heap workers interleave their Ts, take timer pairs
+    and repeat their third round (or the last of fewer) on one thread where the BLAS runs more;
+    the default-heap worker takes each T in turn and does neither."""
+    assert perf.sampling("warm", 10, 2) == {"heap_mode": "warm", "rounds": 10, "interleave": True,
+                                            "timer_pairs": True, "one_thread_rounds": [2]}
+    assert perf.sampling("warm", 2, 4)["one_thread_rounds"] == [1]
+    assert perf.sampling("warm", 10, 1)["one_thread_rounds"] == []
+    assert perf.sampling("warm", 10, None)["one_thread_rounds"] == []  # no BLAS seen: one thread
+    assert perf.sampling("default", 6, 2) == {"heap_mode": "default", "rounds": 6,
+                                              "interleave": False, "timer_pairs": False,
+                                              "one_thread_rounds": []}
+
+
 def test_a_worker_s_canary_readings_are_those_around_its_samples_only():
     """The reference is taken over the readings around the samples: one before the first batch,
     one after each (one-thread samples included), none for the calls timed after them."""

@@ -7,21 +7,24 @@ or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick 
 purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it and hands it records it reads by key and value: the machine, quiet or disturbed, the
-ceilings, the ops taken apart, the workers, a run (run_lab), --compare, the command line. Where:
-- one op's time and what a sample holds: Blocks A and B (attention_forward_timed,
-  sample_forwards; Block B's banner lists a sample's fields, who adds each and when), and "Quiet
-  or disturbed"'s parts (1) and (2) (watched, after_sample, measuring; mark_samples);
-- time_s and its interval: Block B (summarize, pool_T), and which samples and processes feed it,
-  "Quiet or disturbed"'s middle (set_aside, slow_processes, DEFINITIONS, pool_row);
+calls it and hands it records it reads by key and value: the ops taken apart, the ceilings, the
+machine, a worker's watched samples, quiet or disturbed, the workers, a run, --compare, the
+command line. Where:
+- one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
+  sample_forwards, take_samples; Block B's banner lists a sample's fields), and the watch with
+  the canary's word after it (sampling, watched, after_sample, machine_around, watched_samples,
+  measuring; mark_samples);
+- time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
+  processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
   tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
-- quiet or disturbed: the machine's section (machine_facts, thread_record) and "Quiet or
-  disturbed" after it, one stretch (the watch: watched_samples; which samples and processes
-  feed: judge_processes; the verdict: judge_run), and run_lab, which calls the last two;
-- beta and pi: the ceilings' section (copy_buffers just above it; Phase 1's, given:
-  read_ceilings; the ridge), and the workers' section after it, who times them and when
-  (make_plan, worker_job); their repeats Block B's (run_for; quantile_estimate: the interval).
+- quiet or disturbed: the machine, the watch and "Quiet or disturbed", one stretch (machine_facts,
+  thread_record; watched_samples; judge_processes, the checks, judge_run), and the run, which
+  calls the last two (run_lab);
+- beta and pi: the ops taken apart, the ceilings and the machine's caches, one stretch
+  (copy_buffers; read_ceilings, ceiling_plan, time_ceilings, combine_ceilings; machine_facts), and
+  the workers, who time them and when (make_plan, worker_job); a repeat is Block B's batch, a
+  ceiling's interval time_s's kind.
 """
 
 import argparse
@@ -197,14 +200,11 @@ def attention_forward_timed(x, mha, mask=None):
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as the
 # lab asks; calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
-# forwards' sum / n), and n. Part II adds, all in "Quiet or disturbed": in the worker, as it runs,
-# canary_around, the canary's last reading before the batch and its first after it (watched), and
-# on one BLAS thread `follows`, the index of the sample it follows (after_sample); in the parent,
-# once every worker has ended, canary_ratio, which decides if it feeds the figures (mark_samples).
-# Samples stay in memory: results.json holds the rows pool_T makes of them. Round i: the i-th
-# sample of every T (interleave: the Ts in a rotating order, else each T's rounds in turn). A
-# worker samples with gc off, its BLAS threads fixed and its heap as asked (measuring); the
-# default-heap one takes each T in turn, with no timer pairs or one-thread round (make_plan).
+# forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
+# before and after the batch (watched), and on one BLAS thread `follows`, the index of the sample
+# it repeats (after_sample); in the parent, from every worker's readings: canary_ratio, which
+# decides if it feeds the figures (mark_samples). Round i: the i-th sample of every T (interleave:
+# the Ts in a rotating order, else each T's rounds in turn); which worker interleaves: sampling.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -855,14 +855,259 @@ def make_manifest(results):
 
 # ==============================================================================================
 # PART II — THE HARNESS: it calls Part I and records how the run went, in the sections the
-# module's docstring lists (the parent plans, spawns and judges, a worker only measures; with
-# --in-process, for tests, the parent runs the workers' jobs itself). Limits: set by hand.
+# module's docstring lists. Its limits are set by hand.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
+# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
+# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
+# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
+
+
+def scores_scale_call(Q, K, h):
+    """scores(Q, K, h) taken apart: its scaling pass's call (on the matmul's P), and S, as
+    scores'."""
+    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
+    return lambda: P / scale, P / scale
+
+
+def softmax_pass_calls(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def calls_at(T, task, mha):
+    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
+    scale, S = scores_scale_call(Q, K, mha.n_heads)
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    fns = {("scores", "scale"): scale}
+    for p in PASSES:
+        n_floats = n_bytes[f"softmax/{p}"] // 8
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
+# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
+# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
+# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
+# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
+# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
+# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
+# its place; then the ridge, pi / beta (with_ridge).
+
+def read_ceilings(roofline=None):
+    """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
+    manifest if there (else None), at its top level or in results_summary; a bad file: an error."""
+    path = roofline or REPO / PHASE1_MANIFEST
+    if not (roofline or path.is_file()):
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {"source": "cli" if roofline else "phase1",
+           "depends_on": str(roofline) if roofline else PHASE1_MANIFEST}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
+PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
+SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+
+
+def copy_rates(buffers, n_threads, reps, min_time):
+    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
+    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
+    (src, dst), N = buffers, buffers[0].size
+    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
+    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
+        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
+            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
+        copy()  # untimed: first touch of both buffers, threads started
+        repeats = [run_for(copy, min_time) for _ in range(reps)]
+    return [8 * N * calls / secs / 1e9 for calls, secs in repeats]
+
+
+def matmul_cost(n):
+    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
+    return 2 * n**3, 3 * 4 * n**2
+
+
+def matmul_rates(n, reps, min_time):
+    """pi's kernel timed: GFLOPS of `reps` repeats."""
+    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
+    a @ b
+    repeats = [run_for(lambda: a @ b, min_time) for _ in range(reps)]
+    return [matmul_cost(n)[0] * calls / secs / 1e9 for calls, secs in repeats]
+
+
+def copy_levels(hardware, dram_bytes=None):
+    """Each level's copy working set (both buffers), at most COPY_MAX_BYTES: half of each data cache
+    (machine_facts, cpu0), >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128
+    MiB, and half that."""
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
+    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
+              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
+    llc = max(caches.values(), default=8 << 20)
+    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
+                     "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
+    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
+    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
+                              "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
+
+
+CEILING_WORKERS = 5       # the first workers also time the ceilings (set by hand)
+CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
+    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+
+
+def ceiling_plan(quick, hardware, n_workers, time_pi):
+    """Each worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
+    copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
+    n_ceiling = min(n_workers, CEILING_WORKERS)
+    profile = CEILING_PROFILES["quick" if quick else "full"]
+    spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
+            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
+            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
+            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
+    return [spec] * n_ceiling + [None] * (n_workers - n_ceiling)
+
+
+def time_ceilings(spec, min_time):
+    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
+    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
+    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
+    for name, lv in spec["levels"].items():
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        buffers = copy_buffers(lv["bytes"])
+        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
+                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
+                             if n_cpus > 1 and lv["shared"] else None}
+        if lv.get("half_bytes"):  # the same buffers' first halves
+            halves = [b[:lv["half_bytes"] // 8] for b in buffers]
+            out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
+        buffers = halves = None  # freed before the next level's are made: one at a time
+    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)
+            if spec["time_pi"] else None}
+
+
+def rate_estimate(runs, key):
+    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
+    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
+    rates = sum(runs, [])
+    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
+
+
+def copy_estimate(runs):
+    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
+    one = rate_estimate([r["1thread"] for r in runs], "GBps")
+    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
+    best = alls if alls and alls["GBps"] > one["GBps"] else one
+    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
+            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
+
+
+def with_ridge(ceilings):
+    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
+    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
+    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
+    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
+                       "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
+
+
+def combine_ceilings(counted, workers, spec, given=None):
+    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
+    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
+    and pi (*_peak_*, the lab's names, of the repeats' fast side) or Phase 1's; the ridge."""
+    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
+        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
+              for name, lv in spec["levels"].items()}
+    dram = levels["DRAM"]
+    half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
+    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    beta = given["beta_peak_GBps"] if given else dram["GBps"]  # the DRAM roof drawn and used
+    for name, lv in levels.items():
+        if name != "DRAM":
+            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
+            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
+            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
+                lv["GBps"] <= (1 + PLATEAU) * beta
+    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
+         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
+         "copy_threads": spec["copy_threads"], "levels": levels}
+    if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
+        b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
+        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
+            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
+    else:
+        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
+        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
+              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
+    return with_ridge(c)
+
+
+# ----------------------------------------------------------------------------------------------
 # The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (tests simulate
-# machines), elsewhere via psutil, numpy, sysctl (macOS) or platform (Windows). What the machine
-# did during the run is in "Quiet or disturbed". What a platform cannot tell is None.
+# machines), elsewhere via psutil, numpy, sysctl (macOS) or platform (Windows); None: not known.
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -999,14 +1244,21 @@ def threads_warning(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# Quiet or disturbed, all the verdict reads, as the data flows: (1) the watch, (2) which samples and
-# processes feed the figures, (3) the verdict. From outside: the machine's record (cores, hypervisor
-# flag), the BLAS threads that ran. Beside it, not in it: threads_warning's and report's warnings.
-# (1) The watch (watched_samples hands it to Block B's take_samples): the canary, a small fixed
-# workload read between every two sample batches (watched; calls_at's and the ceilings' batches go
-# unwatched); after each sample, the timers' overhead and, in a one-thread round, its repeat
-# (after_sample); page faults, cpufreq's MHz, preemptions (machine_around, watched_samples); the
-# set-up it measures in (measuring: heap, threads, gc).
+# A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
+# samples (sampling); the canary, a small fixed workload read between every two sample batches
+# (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
+# overhead and, in a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz,
+# preemptions (machine_around, watched_samples); its set-up (measuring: heap, threads, gc).
+
+def sampling(heap_mode, rounds, blas_threads):
+    """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
+    interleaved, with timer pairs and, where the BLAS runs more than one thread, its third round
+    (or last) repeated on one (after_sample); on the default heap, each T in turn, with neither."""
+    warm = heap_mode == "warm"
+    one_thread = warm and (blas_threads or 1) > 1
+    return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
+            "one_thread_rounds": [min(2, rounds - 1)] if one_thread else []}
+
 
 def make_canary():
     """The canary's kernels: exp over 64 KiB (one thread), the BLAS's 128² matmul (on the threads it
@@ -1029,8 +1281,7 @@ def make_canary():
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
-    after]}); the after is the next batch's before (between: an untimed forward, or the timer
-    pairs)."""
+    after]}); the after is the next batch's before (between: an untimed forward, or timer pairs)."""
     before = canary["last"]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n = run_for(fn, min_time)[0]
@@ -1081,8 +1332,8 @@ def cpufreq_MHz(dirs):
 def preemptions():
     """Involuntary context switches of this process so far, summed over its threads by Linux's
     getrusage, BLAS's included; None off Linux."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw if platform.system() == "Linux" \
-        else None
+    linux = platform.system() == "Linux"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw if linux else None
 
 
 @contextlib.contextmanager
@@ -1135,9 +1386,11 @@ def measuring(task):
     worker.update(ended=time.time(), cpu_s=time.process_time())
 
 
-# (2) Which samples and processes feed the figures (run_lab: judge_processes, then pool_sweep): a
-# sample the canary read slow around is set aside (mark_samples, set_aside), a process it read slow
-# nearly all its life left out (slow_processes); pool_row pools the rest as DEFINITIONS says.
+# ----------------------------------------------------------------------------------------------
+# Quiet or disturbed, once every worker has ended: (1) which samples and processes feed the
+# figures (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
+# (mark_samples, set_aside), a process it read slow nearly all its life left out (slow_processes),
+# pool_row pools the rest as DEFINITIONS says; (2) the verdict (report's warnings stand apart).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
@@ -1228,9 +1481,9 @@ def pool_sweep(Ts, counted, default_heap_worker):
     return rows(counted), rows([default_heap_worker])
 
 
-# (3) The verdict (run_lab calls judge_run last; its docstring says from what): checks, each a
-# value against a limit, ok True, False or None (not made); "quiet" if none failed, else
-# "disturbed", with reasons and remedies; after it a finding beside the verdict, the threads' help.
+# (2) The verdict (judge_run, from what its docstring says): checks, each a value against a limit,
+# ok True, False or None (not made); "quiet" if none failed, else "disturbed", with reasons and
+# remedies. Beside it, not in it: the threads' help (cooperation_finding).
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its other kernel, too,
@@ -1447,256 +1700,8 @@ def cooperation_finding(windows, threads_ran):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
-# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
-# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
-
-
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
-
-
-def scores_scale_call(Q, K, h):
-    """scores(Q, K, h) as naive numpy runs it, taken apart: its scaling pass's call (on the
-    matmul's P), and S, as scores'."""
-    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
-    return lambda: P / scale, P / scale
-
-
-def softmax_pass_calls(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
-
-
-def calls_at(T, task, mha):
-    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
-    scale, S = scores_scale_call(Q, K, mha.n_heads)
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", "scale"): scale}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
-# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
-# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
-# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
-# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
-# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
-# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
-# its place; then the ridge, pi / beta (with_ridge).
-
-def read_ceilings(roofline=None):
-    """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
-    manifest if there (else None), at its top level or in results_summary; a bad file: an error."""
-    path = roofline or REPO / PHASE1_MANIFEST
-    if not (roofline or path.is_file()):
-        return None
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {"source": "cli" if roofline else "phase1",
-           "depends_on": str(roofline) if roofline else PHASE1_MANIFEST}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
-PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
-SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
-
-
-def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
-    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
-    (src, dst), N = buffers, buffers[0].size
-    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
-    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
-        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
-            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
-        copy()  # untimed: first touch of both buffers, threads started
-        repeats = [run_for(copy, min_time) for _ in range(reps)]
-    return [8 * N * calls / secs / 1e9 for calls, secs in repeats]
-
-
-def matmul_cost(n):
-    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
-    return 2 * n**3, 3 * 4 * n**2
-
-
-def matmul_rates(n, reps, min_time):
-    """pi's kernel timed: GFLOPS of `reps` repeats."""
-    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
-    a @ b
-    repeats = [run_for(lambda: a @ b, min_time) for _ in range(reps)]
-    return [matmul_cost(n)[0] * calls / secs / 1e9 for calls, secs in repeats]
-
-
-def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers): half of each data cache (machine_facts, cpu0),
-    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that; all
-    at most COPY_MAX_BYTES."""
-    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
-    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
-              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
-    llc = max(caches.values(), default=8 << 20)
-    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
-                     "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
-    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
-    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
-                              "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
-
-
-CEILING_WORKERS = 5       # the first workers also time the ceilings (set by hand)
-CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
-    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
-
-
-def ceiling_plan(quick, hardware, n_workers, time_pi):
-    """Each worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
-    copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
-    n_ceiling = min(n_workers, CEILING_WORKERS)
-    profile = CEILING_PROFILES["quick" if quick else "full"]
-    spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
-            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
-            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
-            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
-    return [spec] * n_ceiling + [None] * (n_workers - n_ceiling)
-
-
-def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
-    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
-    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
-    for name, lv in spec["levels"].items():
-        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        buffers = copy_buffers(lv["bytes"])
-        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
-                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
-                             if n_cpus > 1 and lv["shared"] else None}
-        if lv.get("half_bytes"):  # the same buffers' first halves
-            halves = [b[:lv["half_bytes"] // 8] for b in buffers]
-            out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
-        buffers = halves = None  # freed before the next level's are made: one at a time
-    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)
-            if spec["time_pi"] else None}
-
-
-def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
-    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
-    rates = sum(runs, [])
-    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
-
-
-def copy_estimate(runs):
-    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
-    one = rate_estimate([r["1thread"] for r in runs], "GBps")
-    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
-    best = alls if alls and alls["GBps"] > one["GBps"] else one
-    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
-            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
-
-
-def with_ridge(ceilings):
-    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
-    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
-    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
-    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
-                       "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
-
-
-def combine_ceilings(counted, workers, spec, given=None):
-    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
-    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
-    and pi (*_peak_*, the lab's names, of the repeats' fast side) or Phase 1's; the ridge."""
-    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
-        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
-    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
-              for name, lv in spec["levels"].items()}
-    dram = levels["DRAM"]
-    half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
-    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
-    beta = given["beta_peak_GBps"] if given else dram["GBps"]  # the DRAM roof drawn and used
-    for name, lv in levels.items():
-        if name != "DRAM":
-            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
-            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
-            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
-                lv["GBps"] <= (1 + PLATEAU) * beta
-    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-         "copy_threads": spec["copy_threads"], "levels": levels}
-    if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
-        b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
-        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
-            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
-    else:
-        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
-    return with_ridge(c)
-
-
-# ----------------------------------------------------------------------------------------------
-# The workers: a fresh process (`perf.py --worker`) runs its task (its watched samples, calls_at,
-# its ceilings) and only measures; the parent plans and spawns them one after another and never
-# measures (--in-process: it runs each job itself, for tests).
+# The workers: each a fresh process (`perf.py --worker`) that only measures, its task worker_job's;
+# the parent plans and spawns them one after another (--in-process, for tests: runs each job).
 
 PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
     "full": dict(min_time=0.05, samples_per_T=100, worker_count=10, default_heap_samples_per_T=6),
@@ -1777,26 +1782,22 @@ def spawn_one(task, in_process, timeout):
 
 def make_plan(args, hardware, threads, given):
     """Everything the worker processes will do, fixed before the first starts: the default-heap
-    worker, then the workers, "worker 1" on (they ask warm_heap for a warm heap; heap.mode says if
-    they got it); `given`: Phase 1's ceilings, if any (pi then goes untimed)."""
+    worker, then the workers, "worker 1" on; `given`: Phase 1's ceilings (pi then goes untimed)."""
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the workers
     n_workers = min(args.workers or prof["worker_count"], per_T)
     rounds = math.ceil(per_T / n_workers)  # a worker's samples of each T, one of each T a round
-    # the round in which a worker repeats its samples on one BLAS thread (none if the BLAS runs one)
-    one_thread_rounds = [min(2, rounds - 1)] if (threads["blas_threads"] or 1) > 1 else []
     specs = ceiling_plan(args.quick, hardware, n_workers, time_pi=given is None)
     l2 = specs[0]["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
-    dflt_task = {**base, "label": "default-heap worker", "heap_mode": "default", "rounds": min(
-                 prof["default_heap_samples_per_T"], per_T), "interleave": False, "call_Ts": [],
-                 "timer_pairs": False, "one_thread_rounds": [], "ceiling_spec": None}
-    tasks = [{**base, "label": f"worker {i + 1}", "heap_mode": "warm", "interleave": True,
-             "rounds": rounds, "ceiling_spec": specs[i],
-             "timer_pairs": True, "one_thread_rounds": one_thread_rounds,
-             "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
+    dflt_task = {**base, **sampling("default", min(prof["default_heap_samples_per_T"], per_T),
+                                    None), "label": "default-heap worker", "call_Ts": [],
+                 "ceiling_spec": None}
+    tasks = [{**base, **sampling("warm", rounds, threads["blas_threads"]), "ceiling_spec": specs[i],
+              "label": f"worker {i + 1}",
+              "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
              for i in range(n_workers)]  # each T's passes timed by every second worker
     return {"tasks": [dflt_task] + tasks, "ceiling_spec": specs[0]}
 
@@ -1977,8 +1978,7 @@ def run_lab(args, argv):
 # or the same against both runs' own noise; main turns a key a results.json lacks into one line.
 
 NOISE_FLOOR = 1.05        # --compare: the narrowest band inside which two times are the same
-MACHINE_LIMIT = 1.25      # --compare: a machine fact (a copy, beta, one thread's av) that moves
-                          # this much: the machines were in another state
+MACHINE_LIMIT = 1.25      # --compare: a machine fact (a copy, beta, one thread's av) this far apart
 CEILING_LIMIT = 1.10      # --compare: pi or the ridge this much apart: the runs' stories differ
 
 
