@@ -200,7 +200,7 @@ def test_one_process_the_canary_saw_slow_is_left_out_and_named_and_the_run_stays
     rows, workers = rows_and_workers([(1, 1)] * 2 + [(1, 2.0)] + [(1, 1)] * 7)
     left = perf.slow_processes(workers)
     assert left == {"worker 3": {"canary_kernel": "blas", "ratio": 2.0, "other_ratio": 1.0}}
-    v = verdict(c=perf.canary_checks(rows, workers, left))
+    v = verdict(c=perf.canary_checks(rows, len(workers), left))
     # Left out, and not counted against the run: its exp kernel ran as the others'.
     assert v["verdict"] == "quiet" and v["checks"]["slow_process"]["value"] == 0
     # A exp kernel x1.3 in one process: under PROCESS_SLOW, kept.
@@ -226,7 +226,7 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     rows, workers = rows_and_workers([(1, 1), (2, 2)] * 5)
     left = perf.slow_processes(workers)
     assert sorted(left) == sorted(f"worker {i}" for i in (2, 4, 6, 8, 10))
-    v = verdict(c=perf.canary_checks(rows, workers, left))
+    v = verdict(c=perf.canary_checks(rows, len(workers), left))
     assert v["verdict"] == "disturbed" and v["checks"]["slow_process"]["limit"] == 4
     (f,) = v["failed"]
     assert f["reason"].startswith("5 of the 10 workers ran both canary kernels slow (over "
@@ -238,30 +238,30 @@ def test_half_the_processes_slow_is_disturbed_with_what_it_is_and_what_to_change
     # out, the run quiet.
     rows, workers = rows_and_workers([(1, 1), (1.1, 2)] * 5)
     left = perf.slow_processes(workers)
-    assert len(left) == 5 and verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "quiet"
+    assert len(left) == 5 and verdict(c=perf.canary_checks(rows, len(workers), left))["verdict"] == "quiet"
     # Their other kernel just past BOTH_KERNELS_SLOW: both kernels slow, half, disturbed.
     rows, workers = rows_and_workers([(1, 1), (perf.BOTH_KERNELS_SLOW * 1.01, 2)] * 5)
     left = perf.slow_processes(workers)
-    assert verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "disturbed"
+    assert verdict(c=perf.canary_checks(rows, len(workers), left))["verdict"] == "disturbed"
     # Six of ten slow on the BLAS kernel alone: set against the others' fast side, not their
     # median, all six are left out.
     rows, workers = rows_and_workers([(1, 1)] * 4 + [(1.05, 2)] * 6)
     left = perf.slow_processes(workers)
     assert set(left) == {f"worker {i}" for i in range(5, 11)}
-    assert verdict(c=perf.canary_checks(rows, workers, left))["verdict"] == "quiet"
+    assert verdict(c=perf.canary_checks(rows, len(workers), left))["verdict"] == "quiet"
     # Four of ten slow on both kernels: quiet, the four left out.
     rows, workers = rows_and_workers([(1, 1)] * 6 + [(2, 2)] * 4)
-    assert verdict(c=perf.canary_checks(rows, workers, perf.slow_processes(workers)))["verdict"] == \
+    assert verdict(c=perf.canary_checks(rows, len(workers), perf.slow_processes(workers)))["verdict"] == \
         "quiet"
 
 
 def test_two_workers_one_slow_is_half_and_one_process_is_not_judged():
     # --quick: two workers, one x2 on both kernels against the other: half, disturbed.
     rows, workers = rows_and_workers([(1, 1), (2, 2)])
-    assert verdict(c=perf.canary_checks(rows, workers, perf.slow_processes(workers)))["verdict"] == \
+    assert verdict(c=perf.canary_checks(rows, len(workers), perf.slow_processes(workers)))["verdict"] == \
         "disturbed"
     # One worker: nothing to set it against, none left out, the check unknown.
     rows, workers = rows_and_workers([(3, 3)])
     assert perf.slow_processes(workers) == {}
-    v = verdict(c=perf.canary_checks(rows, workers, {}))
+    v = verdict(c=perf.canary_checks(rows, len(workers), {}))
     assert v["verdict"] == "quiet" and v["unknown"] == ["slow_process"]

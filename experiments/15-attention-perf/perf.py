@@ -360,6 +360,11 @@ def processes_feeding(res):
     return "-".join(map(str, dict.fromkeys([counts[0], counts[-1]])))
 
 
+def all_feed(row):
+    """A row's note where the canary kept none of a T's samples and all of them feed its figures."""
+    return " (none kept: all feed)" if row["figures_from"] != "kept samples" else ""
+
+
 def unchecked(cond):
     """The checks a run could not make, beside its verdict: quiet means no other check failed."""
     return f" (not checked here: {', '.join(cond['unknown'])})" if cond["unknown"] else ""
@@ -382,8 +387,7 @@ def footer(fig, res, marks, protocol):
              "its process's reference: "
              + ", ".join(f"{r['samples_set_aside']} at T={r['T']}" + (
                      f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else "")
-                 + (" (none kept: all feed)" if r["figures_from"] != "kept samples" else "")
-                 for r in res["sweep"]) + "".join(
+                 + all_feed(r) for r in res["sweep"]) + "".join(
                  f"; {k} left out (canary {v['canary_kernel']} x{v['ratio']:.1f})"
                  for k, v in res["canary"]["left_out"].items()) + f"; {protocol}",
              f"run conditions: {cond['verdict']}{unchecked(cond)}" + "".join(
@@ -469,11 +473,10 @@ def plot_perf(res):
     fig.legend(handles=handles, loc="upper center", ncol=len(OPS) + 1, fontsize=8.5, frameon=False,
                bbox_to_anchor=(0.5, 0.945))
     dflt_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
+    aside = ", ".join(f"{r['samples_set_aside']}{all_feed(r)}" for r in res["sweep_default_heap"])
     low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
                  f"{dflt_row['sample_count']} samples per T from {dflt_row['processes_sampled']} "
-                 "default-heap process (set aside: " + ", ".join(
-                     str(r["samples_set_aside"]) + (" (none kept: all feed)" if r["figures_from"]
-                     != "kept samples" else "") for r in res["sweep_default_heap"]) + ")")
+                 f"default-heap process (set aside: {aside})")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -785,9 +788,8 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
         out.append({"T": T, "process_count": len(got), "in_cache_queries": n_queries,
-                    "passes": passes,
+                    "passes": passes, "passes_bytes": sum(e["bytes"] for e in passes),
                     "passes_ns_per_element": sum(e["ns_per_element"] for e in passes),
-                    "passes_bytes": sum(e["bytes"] for e in passes),
                     "sweep_softmax_ns_per_element": 1e9 * row["ops"]["softmax"]["time_s"] / n_el})
         if "exp_float64" in got[0]:  # numpy's float32 exp against float64's, on the same rows
             f32, f64 = (per(k, "in_cache", 1e9 / (n_queries * T), n) for k, n in (
@@ -1626,12 +1628,11 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
                 *remedy, basis=basis)}
 
 
-def canary_checks(rows, workers, left_out):
+def canary_checks(rows, n_workers, left_out):
     """slow_samples: the canary slow around over SET_ASIDE_LIMIT of a T's samples. slow_process:
-    half or more of the workers left out with both kernels slow."""
+    half or more of the n_workers workers left out with both kernels slow."""
     aside, what = max((r["samples_set_aside"] / r["sample_count"], f"samples at T = {r['T']}")
                       for r in rows)
-    n_workers = len(workers)
     both = {k: v for k, v in left_out.items() if v["other_ratio"] > BOTH_KERNELS_SLOW}
     who = ", ".join(f"{k} (x{v['ratio']:.2f} and x{v['other_ratio']:.2f})" for k, v in both.items())
     return {"slow_samples": make_check(
@@ -1667,16 +1668,15 @@ def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, ro
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
     changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
     machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); every worker
-    process's preemptions and sampling time (`spawned`, the default-heap one first), the counted
-    workers' MHz and canary readings (the watch); left_out, counted (judge_processes); rows
-    (pool_row); the BLAS threads that ran."""
+    process's preemptions and sampling time (`spawned`), the counted workers' MHz and canary
+    readings (the watch); left_out, counted (judge_processes); rows (pool_row); its BLAS threads."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
-    other_procs = others_by_name(*load)
+    other_procs, n_workers = others_by_name(*load), len(counted) + len(left_out)
     return {**verdict_from({
         **interference_checks(*load, own_cpu_s, spare, spawned, other_procs),
         **clock_checks(hardware["cpufreq_at_start"], hardware["cpufreq_at_end"], counted,
                        hardware["virtualized"]),
-        **canary_checks(rows, spawned[1:], left_out)}), "other_processes": other_procs[:5]}
+        **canary_checks(rows, n_workers, left_out)}), "other_processes": other_procs[:5]}
 
 
 def cooperation_finding(windows, threads_ran):
@@ -1792,9 +1792,9 @@ def make_plan(args, hardware, threads, given):
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
-    dflt_task = {**base, **sampling("default", min(prof["default_heap_samples_per_T"], per_T),
-                                    None), "label": "default-heap worker", "call_Ts": [],
-                 "ceiling_spec": None}
+    dflt_rounds = min(prof["default_heap_samples_per_T"], per_T)
+    dflt_task = {**base, **sampling("default", dflt_rounds, None), "label": "default-heap worker",
+                 "call_Ts": [], "ceiling_spec": None}
     tasks = [{**base, **sampling("warm", rounds, threads["blas_threads"]), "ceiling_spec": specs[i],
               "label": f"worker {i + 1}",
               "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
