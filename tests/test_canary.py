@@ -14,14 +14,15 @@ FAST = {"exp": 40e-6, "blas": 60e-6}
 def slow_windows(monkeypatch, slow):
     """Every timed batch numbered in turn within a worker; batch k runs slow if slow(k): its
     softmax calls take 300 us more, and the canary readings on either side of it (the reading
-    after batch k - 1 and after batch k) read twice their fast times. The timers read a clock that
-    moves 50 us a reading and 300 us more inside a slow softmax: no wall-clock time in the figures."""
-    state, clock = {"batch": 0, "log": []}, [0]
+    after batch k - 1 and after batch k) read twice their fast times. The timers read a fake timer
+    that moves 50 us a reading and 300 us more inside a slow softmax: no wall-clock time in the
+    figures."""
+    state, timer = {"batch": 0, "log": []}, [0]
     real_run_for, real_softmax = perf.run_for, perf.softmax
 
     def now():
-        clock[0] += 50_000
-        return clock[0]
+        timer[0] += 50_000
+        return timer[0]
 
     def run_for(fn, min_time, now=now):
         state["batch"] += 1
@@ -30,7 +31,7 @@ def slow_windows(monkeypatch, slow):
 
     def softmax(*args):  # whatever the softmax takes
         if state["log"] and state["log"][-1]:
-            clock[0] += 300_000
+            timer[0] += 300_000
         return real_softmax(*args)
 
     def make_canary():
@@ -40,7 +41,7 @@ def slow_windows(monkeypatch, slow):
             return {kernel: factor * t for kernel, t in FAST.items()}
         state["batch"] = 0  # a new worker: its batches from 1
         first = read()
-        return {"read": read, "last": first, "readings": [first]}
+        return {"read": read, "readings": [first]}
 
     monkeypatch.setattr(perf, "run_for", run_for)
     monkeypatch.setattr(perf.time, "perf_counter_ns", now)
@@ -69,7 +70,7 @@ def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones
     assert row["samples_set_aside"] == 8  # batches 5 to 8 of each worker's first ten
     assert row["set_aside_median_ratio"] == 2
     assert dflt["samples_set_aside"] == 0
-    # The kept samples are all fast: on the test's clock a fast softmax takes one 50 us tick, a
+    # The kept samples are all fast: on the test's timer a fast softmax takes one 50 us tick, a
     # slow one 300 us more, so every kept sample's is 50 us, with no spread.
     sm = row["ops"]["softmax"]
     assert sm["mean_s"] == pytest.approx(50e-6) and sm["std_s"] == pytest.approx(0, abs=1e-12)
@@ -135,7 +136,7 @@ def test_a_machine_without_cpufreq_whose_clock_falls_a_third_is_caught_by_the_ca
         def read():
             return {kernel: factor * t for kernel, t in FAST.items()}  # a slower clock: both kernels slower
         first = read()
-        return {"read": read, "last": first, "readings": [first]}
+        return {"read": read, "readings": [first]}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
     res = lab_run(tmp_path / "out", monkeypatch)
@@ -160,7 +161,7 @@ def whole_worker(monkeypatch, factors):
         def read():
             return {kernel: f.get(kernel, 1.0) * t for kernel, t in FAST.items()}
         first = read()
-        return {"read": read, "last": first, "readings": [first]}
+        return {"read": read, "readings": [first]}
     monkeypatch.setattr(perf, "make_canary", make_canary)
     monkeypatch.setattr(perf, "glibc_malloc", lambda: lambda *a: 1)
     monkeypatch.setattr(perf, "cpufreq_MHz", lambda dirs: [])  # the clock read by the canary alone

@@ -59,7 +59,7 @@ def steady_canary(speed=1.0):
     this one's CPUs, and a real canary's matmul would then cost milliseconds a reading
     (test_canary tests the real one). speed: its readings' multiple."""
     reading = {"exp": 40e-6 * speed, "blas": 60e-6 * speed}
-    return {"read": lambda: dict(reading), "last": dict(reading), "readings": [dict(reading)]}
+    return {"read": lambda: dict(reading), "readings": [dict(reading)]}
 
 
 def lab_run(tmp_path, capsys, canary=steady_canary):

@@ -15,10 +15,10 @@ def cpu(wall, busy, all_cpu_s, steal=0.0, procs=None, at=1000.0):
             "procs": procs or {}}
 
 
-def worker(preempted=0, sampling_s=10.0, MHz=(), exp_us=(40, 40, 40, 40), blas_x=1.5):
+def worker(preempted=0, sampling_s=10.0, MHz=(), exp_us=(40, 40, 40, 40), blas_x=1.5, started=0):
     """A worker's record: its preemptions, cpufreq's MHz (none: a VM) and its canary's
-    one-thread exp kernel, a reading per batch."""
-    return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz),
+    one-thread exp kernel, a reading per batch; when it started (the same: in the order given)."""
+    return {"preempted": preempted, "sampling_s": sampling_s, "MHz": list(MHz), "started": started,
             "canary_readings": [{"exp": us / 1e6, "blas": blas_x * us / 1e6} for us in exp_us]}
 
 
@@ -114,7 +114,7 @@ def test_threads_that_help_too_little_do_not_advise_one_thread():
     # Two threads at 0.95x one thread's time: past the limit, but one thread was not faster in
     # the same windows: the run does not back OMP_NUM_THREADS=1, and does not advise it.
     f = perf.cooperation_finding([window(512, 0.95)], threads_ran=2)
-    assert f["holds"] is False and "run with OMP" not in f["advice"]
+    assert f["holds"] is False and "try OMP_NUM_THREADS=1" not in f["advice"]
     assert f["finding"].endswith("the threads barely helped av here")
     assert f["advice"].startswith("one thread was not faster in the same windows, so this run "
                                   "does not back OMP_NUM_THREADS=1")
@@ -143,6 +143,12 @@ def test_a_laptop_whose_clock_falls_a_quarter_is_disturbed_with_the_MHz(monkeypa
         assert "best-performance power mode" in remedy and "cpupower" not in remedy
     steady = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, [worker(MHz=[2900])] * 3))
     assert steady["verdict"] == "quiet"
+    # First and last by when they started, not by their place in the list: in the list's order
+    # the clock rose; by their starts it fell a quarter.
+    fell = [worker(MHz=[2175], started=30), worker(MHz=[2500], started=20),
+            worker(MHz=[2900], started=10)]
+    v = verdict(a=perf.clock_checks(QUIET_FREQ, QUIET_FREQ, fell))
+    assert v["checks"]["clock_drop"]["value"] == pytest.approx(0.25)
 
 
 def test_without_cpufreq_the_canary_s_exp_kernel_is_the_clock():

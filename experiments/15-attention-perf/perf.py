@@ -90,13 +90,15 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, joining T2_OPS or PROJECTIONS, its function,
-# both forwards), Block D's tables (forward_arrays, op_cost, OP_ARRAYS; FLASH_ARRAYS if it fuses),
-# tests/' by-hand checks (test_model, test_costs, synthetic.py's TIMES_MS), and a new chain (the
-# committed run, the reruns whose op summaries reruns.json keeps: tests/bindings.py).
+# The ops. A sixth op touches this Block (these tuples, T2_OPS or PROJECTIONS, its colour in
+# PALETTE's seven, its function, both forwards), Block D's tables (forward_arrays, op_cost,
+# OP_ARRAYS; FLASH_ARRAYS if it fuses), tests/' by-hand checks (test_model, test_costs, synthetic's
+# TIMES_MS, bindings) and a new chain (the committed run, and the reruns that reruns.json sums up).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
+PALETTE = ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3", "#937860", "#DA8BC3")
+COLORS = dict(zip(OPS, PALETTE))  # an op's colour, in OPS's order (two to spare)
 
 
 def init_mha(d_model=64, n_heads=4, seed=0):
@@ -202,7 +204,7 @@ def attention_forward_timed(x, mha, mask=None):
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
 # before and after the batch (watched), and on one BLAS thread `follows`, the index of the sample
-# it repeats (after_sample); in the parent, from every worker's readings: canary_ratio, which
+# it follows (after_sample); in the parent, from every worker's readings: canary_ratio, which
 # decides if it feeds the figures (mark_samples). Round i: the i-th sample of every T (interleave:
 # the Ts in a rotating order, else each T's rounds in turn); which worker interleaves: sampling.
 
@@ -308,10 +310,6 @@ def entry_at(entries, T):
 
 # ----------------------------------------------------------------------------------------------
 # Block C: perf.png, drawn from results.json alone (--replot), judging nothing.
-
-PALETTE = ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3", "#937860", "#DA8BC3")
-COLORS = dict(zip(OPS, PALETTE))  # an op's colour, in OPS's order (two to spare)
-
 
 def new_figure(*args, **kw):
     """A matplotlib figure on the headless Agg backend (imported here: the module stays light)."""
@@ -1055,7 +1053,8 @@ def rate_estimate(runs, key):
 
 
 def copy_estimate(runs):
-    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's."""
+    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's, with
+    its own interval (the choice of the faster is not in that interval's coverage)."""
     one = rate_estimate([r["1thread"] for r in runs], "GBps")
     alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
     best = alls if alls and alls["GBps"] > one["GBps"] else one
@@ -1074,7 +1073,7 @@ def with_ridge(ceilings):
 def combine_ceilings(counted, workers, spec, given=None):
     """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
     level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
-    and pi (*_peak_*, the lab's names, of the repeats' fast side) or Phase 1's; the ridge."""
+    and pi (*_peak_*, the lab's names, of the repeats' CEILING_QUANTILE) or Phase 1's; the ridge."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1255,16 +1254,15 @@ def threads_warning(results):
 def sampling(heap_mode, rounds, blas_threads):
     """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
     interleaved, with timer pairs and, where the BLAS runs more than one thread, its third round
-    (or last) repeated on one (after_sample); on the default heap, each T in turn, with neither."""
-    warm = heap_mode == "warm"
-    one_thread = warm and (blas_threads or 1) > 1
+    (or last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
+    warm, threads = heap_mode == "warm", blas_threads or 1
     return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
-            "one_thread_rounds": [min(2, rounds - 1)] if one_thread else []}
+            "one_thread_rounds": [min(2, rounds - 1)] if warm and threads > 1 else []}
 
 
 def make_canary():
     """The canary's kernels: exp over 64 KiB (one thread), the BLAS's 128² matmul (on the threads it
-    takes), each timed after an untimed call. `read`: {kernel: seconds}; `last`, `readings`."""
+    takes), each timed after an untimed call. `read`: {kernel: seconds}; `readings`: all so far."""
     rng = np.random.default_rng(0)
     z, a = rng.random(1 << 14, dtype=np.float32), rng.random((128, 128), dtype=np.float32)
     kernels = {"exp": (lambda: np.exp(z), 4), "blas": (lambda: a @ a, 2)}  # (call, calls timed)
@@ -1278,18 +1276,17 @@ def make_canary():
                 fn()
             reading[name] = (time.perf_counter_ns() - t0) * 1e-9
         return reading
-    return {"read": read, "last": (first := read()), "readings": [first]}
+    return {"read": read, "readings": [read()]}
 
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
     after]}); the after is the next batch's before (between: an untimed forward, or timer pairs)."""
-    before = canary["last"]
+    before = canary["readings"][-1]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n = run_for(fn, min_time)[0]
-    canary["last"] = canary["read"]()
-    canary["readings"].append(canary["last"])
-    return n, {"canary_around": [before, canary["last"]]}
+    canary["readings"].append(canary["read"]())
+    return n, {"canary_around": [before, canary["readings"][-1]]}
 
 
 TIMER_PAIR_SHARE = 1 / 24  # pairs for this share of a sample's forwards: a timed, an untimed
@@ -1339,13 +1336,14 @@ def preemptions():
 
 
 @contextlib.contextmanager
-def machine_around(rec, worker):
+def machine_around(rec, worker, dirs):
     """Around one sample: its page faults (the canary's reading after it included; None where the
-    OS counts none) into its T's record, then the CPUs' mean MHz into the worker's record."""
+    OS counts none) into its T's record, then the CPUs' mean MHz (cpufreq's `dirs`) into the
+    worker's record."""
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    worker["MHz"].extend([sum(mhz) / len(mhz)] if (mhz := cpufreq_MHz(worker["dirs"])) else [])
+    worker["MHz"].extend([sum(mhz) / len(mhz)] if (mhz := cpufreq_MHz(dirs)) else [])
 
 
 def watched_samples(task, mha):
@@ -1353,11 +1351,10 @@ def watched_samples(task, mha):
     after_sample), and around them: started, cpufreq's MHz after each sample, sampling_s and
     preempted (None off Linux); the canary's readings."""
     canary, switches, t0 = make_canary(), preemptions(), time.perf_counter()
-    worker = {"started": time.time(), "MHz": [], "dirs": CPUFREQ()}  # the folders found once
+    worker, dirs = {"started": time.time(), "MHz": []}, CPUFREQ()  # the folders found once
     worker["by_T"] = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
-                                  lambda rec: machine_around(rec, worker),
+                                  lambda rec: machine_around(rec, worker, dirs),
                                   lambda i, args, rec: after_sample(task, i, args, rec, canary))
-    del worker["dirs"]
     return {**worker, "sampling_s": time.perf_counter() - t0, "canary_readings": canary["readings"],
             "preempted": None if switches is None else preemptions() - switches}
 
@@ -1422,7 +1419,8 @@ def set_aside(sample):
 
 def slow_processes(workers):
     """Processes the canary read slow nearly all their life, unseen by their own reference: a canary
-    kernel over PROCESS_SLOW x others' fast side. {label: {canary_kernel, ratio, other_ratio}}"""
+    kernel's reference over PROCESS_SLOW x the others' PEER_QUANTILE. {label: {canary_kernel,
+    ratio, other_ratio}}; all slow (on different kernels): none to compare with, {}."""
     out = {}
     for i, w in enumerate(workers):
         others = workers[:i] + workers[i + 1:]
@@ -1432,7 +1430,7 @@ def slow_processes(workers):
         if ratios and (ratios[k := max(ratios, key=ratios.get)] > PROCESS_SLOW):
             out[w["label"]] = {"canary_kernel": k, "ratio": ratios[k],
                                "other_ratio": min(ratios.values())}
-    return out if len(out) < len(workers) else {}  # all slow (different kernels): no fast side
+    return out if len(out) < len(workers) else {}
 
 
 def judge_processes(dflt, workers):
@@ -1483,9 +1481,8 @@ def pool_sweep(Ts, counted, default_heap_worker):
     return rows(counted), rows([default_heap_worker])
 
 
-# (2) The verdict (judge_run, from what its docstring says): checks, each a value against a limit,
-# ok True, False or None (not made); "quiet" if none failed, else "disturbed", with reasons and
-# remedies. Beside it, not in it: the threads' help (cooperation_finding).
+# (2) The verdict (judge_run): checks, each a value against a limit, ok True, False or None (not
+# made); "quiet" if none failed, else "disturbed", with reasons, remedies; a finding beside it.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its other kernel, too,
@@ -1592,8 +1589,9 @@ def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs
 
 
 def clock_checks(freq_start, freq_end, counted, virtualized=False):
-    """Governor and turbo unchanged; the clock not fallen from the first counted worker to the last:
-    cpufreq's MHz, else the smaller fall of the canary kernels' fast side (assumed: both slow)."""
+    """Governor and turbo unchanged; the clock not fallen from the first counted worker to start to
+    the last: cpufreq's MHz, else the smaller fall of the canary's kernels (assumed: both slow)."""
+    counted = sorted(counted, key=lambda w: w["started"])
     setting = lambda freq: f"{freq['governor']}/{freq['turbo']}"  # noqa: E731
     seen = freq_start["governor"] != "unavailable" or freq_start["turbo"] is not None
     changed = int(setting(freq_start) != setting(freq_end)) if seen else None  # else: unknown
@@ -1927,7 +1925,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # the last worker's
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # workers' (alike)
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
