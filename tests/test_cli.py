@@ -244,6 +244,23 @@ def test_warm_heap_workers_interleave_time_their_timers_and_repeat_a_round_on_on
                                               "one_thread_rounds": []}
 
 
+def test_a_worker_s_result_holds_the_keys_the_workers_banner_lists_and_no_other():
+    """The one place that lists a worker's keys (the workers' banner) against a worker's result:
+    a key added or dropped without the banner fails here."""
+    w = perf.worker_job(tiny_task(one_thread_rounds=[0], timer_pairs=True, call_Ts=[64]))
+    lines = PERF.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("# A worker's result"))
+    banner = " ".join(ln for ln in lines[at:at + 8] if ln.startswith("#"))
+    listed = set(re.findall(r"\w+", banner[:banner.index("A sample:")]))
+    assert set(w) | set(w["by_T"]["64"]) <= listed, (set(w) | set(w["by_T"]["64"])) - listed
+    written = {"heap", "blas_threads", "ended", "cpu_s", "started", "sampling_s", "preempted",
+               "MHz", "canary_readings", "by_T", "apart", "ceiling_rates", "label"}
+    assert set(w) == written and set(w["by_T"]["64"]) == {"samples", "faults", "timer_ratios",
+                                                          "one_thread"}
+    assert written | {"samples", "faults", "timer_ratios", "one_thread", "canary_reference"} \
+        <= listed
+
+
 def test_a_worker_s_canary_readings_are_those_around_its_samples_only():
     """The reference is taken over the readings around the samples: one before the first batch,
     one after each (one-thread samples included), none for the calls timed after them."""

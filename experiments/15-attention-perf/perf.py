@@ -11,9 +11,9 @@ calls it and hands it records it reads by key and value: the ops taken apart, th
 machine, a worker's watched samples, quiet or disturbed, the workers, a run, --compare, the
 command line. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
-  sample_forwards, take_samples; Block B's banner lists a sample's fields), and the watch with
-  the canary's word after it (sampling, watched, after_sample, machine_around, watched_samples,
-  measuring; mark_samples);
+  sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
+  banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
+  machine_around, watched_samples, measuring; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
@@ -401,8 +401,7 @@ def footer(fig, res, marks, protocol):
 def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5, headroom=1.22):
     """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar beside; rows
     whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest."""
-    x = np.arange(len(rows))
-    bottom = np.zeros(len(rows))
+    x, bottom = np.arange(len(rows)), np.zeros(len(rows))
     for op in OPS:
         ms = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
         ax.bar(x, ms, 0.5, bottom=bottom, color=COLORS[op])
@@ -1248,8 +1247,12 @@ def threads_warning(results):
 # A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
 # samples (sampling); the canary, a small fixed workload read between every two sample batches
 # (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
-# overhead and, in a one-thread round, its repeat (after_sample); page faults, cpufreq's MHz,
-# preemptions (machine_around, watched_samples); its set-up (measuring: heap, threads, gc).
+# overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
+# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up (measuring).
+# A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
+# watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
+# faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
+# every worker, the parent (canary_reference: judge_processes). A sample: Block B's banner.
 
 def sampling(heap_mode, rounds, blas_threads):
     """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
@@ -1347,9 +1350,8 @@ def machine_around(rec, worker, dirs):
 
 
 def watched_samples(task, mha):
-    """A worker's samples (take_samples) with the hooks above (watched, machine_around,
-    after_sample), and around them: started, cpufreq's MHz after each sample, sampling_s and
-    preempted (None off Linux); the canary's readings."""
+    """A worker's samples (take_samples) with the hooks above, and around them the keys the banner
+    above gives it: MHz, cpufreq's mean after each sample; preempted, None off Linux."""
     canary, switches, t0 = make_canary(), preemptions(), time.perf_counter()
     worker, dirs = {"started": time.time(), "MHz": []}, CPUFREQ()  # the folders found once
     worker["by_T"] = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
