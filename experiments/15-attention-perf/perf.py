@@ -7,8 +7,8 @@ or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick 
 purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it and hands it records it reads by key and value: the ops taken apart, the ceilings, the
-machine, a worker's watched samples, quiet or disturbed, the workers, a run, --compare, the
+calls it and hands it records it reads by key and value: a worker's watched samples, quiet or
+disturbed, the ops taken apart, the ceilings, the workers, the machine, a run, --compare, the
 command line. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
@@ -17,14 +17,14 @@ command line. Where:
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
-  tables (forward_arrays, op_cost, OP_ARRAYS, FLASH_ARRAYS);
-- quiet or disturbed: the machine, the watch and "Quiet or disturbed", one stretch (machine_facts,
-  thread_record; watched_samples; judge_processes, the checks, judge_run), and the run, which
-  calls the last two (run_lab);
-- beta and pi: the ops taken apart, the ceilings and the machine's caches, one stretch
-  (copy_buffers; read_ceilings, ceiling_plan, time_ceilings, combine_ceilings; machine_facts), and
-  the workers, who time them and when (make_plan, worker_job); a repeat is Block B's batch, a
-  ceiling's interval time_s's kind.
+  tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS, FLASH_ARRAYS);
+- quiet or disturbed: the watch and "Quiet or disturbed", one stretch (watched_samples;
+  judge_processes, the checks, judge_run), and the machine with the run after it (machine_facts,
+  thread_record; run_lab, which calls the last two);
+- beta and pi: Block B's batch and interval (run_for, quantile_estimate), and one stretch from
+  the ops taken apart to the machine: copy_buffers; the ceilings (read_ceilings, ceiling_plan,
+  time_ceilings, combine_ceilings); the workers, who time them and when (make_plan, worker_job);
+  the caches' sizes (machine_facts).
 """
 
 import argparse
@@ -92,8 +92,9 @@ class UsageError(Exception):
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, T2_OPS or PROJECTIONS, its colour in
 # PALETTE's seven, its function, both forwards), Block D's tables (forward_arrays, op_cost,
-# OP_ARRAYS; FLASH_ARRAYS if it fuses), tests/' by-hand checks (test_model, test_costs, synthetic's
-# TIMES_MS, bindings) and a new chain (the committed run, and the reruns that reruns.json sums up).
+# OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if it fuses); split from scores or softmax, the harness's
+# calls taken apart (scores_scale_call, softmax_pass_calls); tests that spell the five (test_model,
+# test_costs, test_claims, synthetic, bindings); and a new chain (the committed run, the reruns).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -198,15 +199,14 @@ def attention_forward_timed(x, mha, mask=None):
 # ----------------------------------------------------------------------------------------------
 # Block B: what a sample is, one process's samples, and the statistic: each T's row from the
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
-
 # A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as the
 # lab asks; calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
 # before and after the batch (watched), and on one BLAS thread `follows`, the index of the sample
-# it follows (after_sample); in the parent, from every worker's readings: canary_ratio, which
-# decides if it feeds the figures (mark_samples). Round i: the i-th sample of every T (interleave:
-# the Ts in a rotating order, else each T's rounds in turn); which worker interleaves: sampling.
+# it follows (after_sample); in the parent, after every worker: canary_ratio, the canary around it
+# over its process's reference, deciding if it feeds the figures (mark_samples). Round i: the i-th
+# sample of every T (interleave: the Ts in a rotating order, else each T's rounds in turn).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -687,7 +687,7 @@ def plot_roofline(res):
 
 def threshold_T(d_k, ridge, b):
     """The T above which T d_k / (4 d_k + b T) > ridge (the lab's I_crit; b = 2: its formula; 4:
-    its inequality, which counts T^2 twice): scores/av compute-bound past it; None if no T is."""
+    its inequality, which counts T^2 twice): past it, scores/av lie right of the ridge; or None."""
     return None if d_k <= b * ridge else 4 * d_k * ridge / (d_k - b * ridge)
 
 
@@ -853,261 +853,20 @@ def make_manifest(results):
 
 
 # ==============================================================================================
-# PART II — THE HARNESS: it calls Part I and records how the run went, in the sections the
-# module's docstring lists. Its limits are set by hand.
+# PART II — THE HARNESS: it calls Part I and records how the run went. Its limits: set by hand.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
-# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
-# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
-
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
-
-
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
-
-
-def scores_scale_call(Q, K, h):
-    """scores(Q, K, h) taken apart: its scaling pass's call (on the matmul's P), and S, as
-    scores'."""
-    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
-    return lambda: P / scale, P / scale
-
-
-def softmax_pass_calls(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
-
-
-def calls_at(T, task, mha):
-    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
-    scale, S = scores_scale_call(Q, K, mha.n_heads)
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", "scale"): scale}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
-# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
-# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
-# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
-# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
-# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
-# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
-# its place; then the ridge, pi / beta (with_ridge).
-
-def read_ceilings(roofline=None):
-    """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
-    manifest if there (else None), at its top level or in results_summary; a bad file: an error."""
-    path = roofline or REPO / PHASE1_MANIFEST
-    if not (roofline or path.is_file()):
-        return None
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UsageError(f"roofline file {path} is not valid JSON") from None
-    out = {"source": "cli" if roofline else "phase1",
-           "depends_on": str(roofline) if roofline else PHASE1_MANIFEST}
-    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
-        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
-            if isinstance(data, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise UsageError(f"roofline file {path} has no positive number {key}")
-        out[key] = float(v)
-    return out
-
-
-COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
-CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
-PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
-SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
-
-
-def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
-    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
-    (src, dst), N = buffers, buffers[0].size
-    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
-    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
-        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
-            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
-        copy()  # untimed: first touch of both buffers, threads started
-        repeats = [run_for(copy, min_time) for _ in range(reps)]
-    return [8 * N * calls / secs / 1e9 for calls, secs in repeats]
-
-
-def matmul_cost(n):
-    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
-    return 2 * n**3, 3 * 4 * n**2
-
-
-def matmul_rates(n, reps, min_time):
-    """pi's kernel timed: GFLOPS of `reps` repeats."""
-    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
-    a @ b
-    repeats = [run_for(lambda: a @ b, min_time) for _ in range(reps)]
-    return [matmul_cost(n)[0] * calls / secs / 1e9 for calls, secs in repeats]
-
-
-def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers), at most COPY_MAX_BYTES: half of each data cache
-    (machine_facts, cpu0), >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128
-    MiB, and half that."""
-    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
-    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
-              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
-    llc = max(caches.values(), default=8 << 20)
-    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
-                     "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
-    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
-    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
-                              "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
-
-
-CEILING_WORKERS = 5       # the first workers also time the ceilings (set by hand)
-CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
-    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
-    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
-
-
-def ceiling_plan(quick, hardware, n_workers, time_pi):
-    """Each worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
-    copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
-    n_ceiling = min(n_workers, CEILING_WORKERS)
-    profile = CEILING_PROFILES["quick" if quick else "full"]
-    spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
-            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
-            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
-            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
-    return [spec] * n_ceiling + [None] * (n_workers - n_ceiling)
-
-
-def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
-    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
-    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
-    for name, lv in spec["levels"].items():
-        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
-        buffers = copy_buffers(lv["bytes"])
-        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
-                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
-                             if n_cpus > 1 and lv["shared"] else None}
-        if lv.get("half_bytes"):  # the same buffers' first halves
-            halves = [b[:lv["half_bytes"] // 8] for b in buffers]
-            out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
-        buffers = halves = None  # freed before the next level's are made: one at a time
-    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)
-            if spec["time_pi"] else None}
-
-
-def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
-    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
-    rates = sum(runs, [])
-    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
-
-
-def copy_estimate(runs):
-    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's, with
-    its own interval (the choice of the faster is not in that interval's coverage)."""
-    one = rate_estimate([r["1thread"] for r in runs], "GBps")
-    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
-    best = alls if alls and alls["GBps"] > one["GBps"] else one
-    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
-            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
-
-
-def with_ridge(ceilings):
-    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
-    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
-    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
-    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
-                       "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
-
-
-def combine_ceilings(counted, workers, spec, given=None):
-    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
-    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
-    and pi (*_peak_*, the lab's names, of the repeats' CEILING_QUANTILE) or Phase 1's; the ridge."""
-    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
-        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
-    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
-              for name, lv in spec["levels"].items()}
-    dram = levels["DRAM"]
-    half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
-    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
-    dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
-    beta = given["beta_peak_GBps"] if given else dram["GBps"]  # the DRAM roof drawn and used
-    for name, lv in levels.items():
-        if name != "DRAM":
-            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
-            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
-            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
-                lv["GBps"] <= (1 + PLATEAU) * beta
-    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-         "copy_threads": spec["copy_threads"], "levels": levels}
-    if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
-        b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
-        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
-            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
-    else:
-        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
-    return with_ridge(c)
-
-
-# ----------------------------------------------------------------------------------------------
-# The machine: its facts and threads, on Linux from /proc and /sys under SYSROOT (tests simulate
-# machines), elsewhere via psutil, numpy, sysctl (macOS) or platform (Windows); None: not known.
+# A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
+# samples (sampling); the canary, a small fixed workload read between every two sample batches
+# (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
+# overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
+# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up (measuring).
+# A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
+# watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
+# faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
+# every worker, the parent (canary_reference: judge_processes). A sample: Block B's banner. The
+# OS is read through the helpers first here (under SYSROOT on Linux: tests simulate machines).
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -1119,37 +878,6 @@ def read_text(path, default=None):
         return Path(path).read_text().strip()
     except (OSError, UnicodeDecodeError):
         return default
-
-
-def cpu_identity(cpuinfo):
-    """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
-    from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
-    info = {}
-    for key, _, value in (ln.partition(":") for ln in cpuinfo.splitlines()):
-        info.setdefault(key.strip(), value.strip())
-    name = info.get("model name") or info.get("Model") or info.get("Hardware")
-    ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
-             "family": info.get("cpu family"), "model": info.get("model")}
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        if platform.system() == "Darwin":
-            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
-                                  capture_output=True, timeout=5).stdout.strip() or name
-    if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
-        ident = {"vendor": m[3], "family": m[1], "model": m[2]}
-    return {"cpu_model": name or platform.processor() or "unknown",
-            **{k: int(v) if v and v.isdigit() else v for k, v in ident.items()}}
-
-
-def numpy_simd():
-    """The SIMD features numpy detects here, the dispatch targets this CPU supports,
-    and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
-    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
-    found = umath.__cpu_features__
-    info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
-    return {"simd_flags": [f for f, on in found.items() if on],
-            "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
-            "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
-                "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
 def page_faults():
@@ -1165,94 +893,11 @@ def glibc_malloc():
     return ctypes.CDLL(None).mallopt if glibc else None
 
 
-def machine_facts(freq):
-    """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
-    cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
-    cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
-    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
-    sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
-                    for d in cpu_dirs} - {None}
-    logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
-    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: logical's, below
-    caches = {}
-    for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
-        kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
-        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
-    unavailable = {k: why for k, missing, why in (
-        ("caches", not caches, "no /sys cache description on this OS"),
-        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
-         "container, or not Linux): the governor cannot be read or set here"),
-        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
-         "kernels stand in for the clock (assumed: a slower clock slows both)"),
-        ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
-        ("warm_heap", glibc_malloc() is None, "not glibc: the allocator cannot keep its pages"))
-        if missing}
-    ident = cpu_identity(cpuinfo)
-    return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
-        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
-        "smt": physical and logical > physical, "caches": caches,
-        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's flag
-        "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
-        "libc": " ".join(platform.libc_ver()).strip() or None,
-        "cpufreq_at_start": freq, "unavailable": unavailable}
-
-
 def blas_info():
     keys = "internal_api version num_threads threading_layer architecture filepath".split()
     return [{k: lib.get(k) for k in keys} for lib in threadpool_info()
             if lib.get("user_api") == "blas"]
 
-
-def thread_record(flag, hardware):
-    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
-    imposed (None: as the environment set them), and that ran in this process, the parent (each
-    worker records its own: threads_warning compares); the BLAS libraries seen."""
-    env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
-    if flag:
-        imposed, asked, asked_by = flag, flag, "flag: --threads"
-    elif env:
-        first = next(iter(env.values()))
-        imposed, asked = None, int(first) if first.isdigit() else None
-        asked_by = "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
-    else:
-        imposed = asked = hardware["physical_cores"]
-        asked_by = "default: one per physical core"
-    with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
-        blas = blas_info()
-    return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
-            "imposed": imposed, "asked_by": asked_by}, blas
-
-
-def threads_warning(results):
-    """One line where the BLAS threads that ran are not those asked, one a core, the workers'."""
-    threads, hardware = results["threads"], results["hardware"]
-    ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
-    if ran is None:
-        return "threadpoolctl sees no BLAS library: the thread count is not controlled"
-    parts = []
-    if asked not in (None, ran):
-        parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
-                     + (" (as many as the CPUs)" if ran == hardware["logical_cpus"] < asked
-                        else ""))
-    if ran != cores:
-        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
-            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for one "
-            "thread per core (--threads or OMP_NUM_THREADS)")
-    if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
-        parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
-    return "; ".join(parts) or None
-
-
-# ----------------------------------------------------------------------------------------------
-# A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
-# samples (sampling); the canary, a small fixed workload read between every two sample batches
-# (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
-# overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
-# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up (measuring).
-# A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
-# watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
-# faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
-# every worker, the parent (canary_reference: judge_processes). A sample: Block B's banner.
 
 def sampling(heap_mode, rounds, blas_threads):
     """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
@@ -1391,7 +1036,7 @@ def measuring(task):
 # Quiet or disturbed, once every worker has ended: (1) which samples and processes feed the
 # figures (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
 # (mark_samples, set_aside), a process it read slow nearly all its life left out (slow_processes),
-# pool_row pools the rest as DEFINITIONS says; (2) the verdict (report's warnings stand apart).
+# pool_row pools the rest; (2) the verdict (the governor, the threads: report's warnings, apart).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
@@ -1668,8 +1313,9 @@ def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, ro
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
     changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
     machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); every worker
-    process's preemptions and sampling time (`spawned`), the counted workers' MHz and canary
-    readings (the watch); left_out, counted (judge_processes); rows (pool_row); its BLAS threads."""
+    process's preemptions and sampling time (`spawned`, the default heap's too), the counted
+    workers' MHz and canary readings (the watch); left_out, counted (judge_processes: worker 1 on,
+    the default heap's never); rows (pool_row); the run's BLAS threads."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs, n_workers = others_by_name(*load), len(counted) + len(left_out)
     return {**verdict_from({
@@ -1697,6 +1343,254 @@ def cooperation_finding(windows, threads_ran):
                 "scores and av move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
+
+
+# ----------------------------------------------------------------------------------------------
+# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
+# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
+# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
+
+
+def scores_scale_call(Q, K, h):
+    """scores(Q, K, h) taken apart: its scaling pass's call (on the matmul's P), and S, as
+    scores'."""
+    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
+    return lambda: P / scale, P / scale
+
+
+def softmax_pass_calls(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
+    pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
+def calls_at(T, task, mha):
+    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
+    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
+    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
+    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
+    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
+    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
+    scale, S = scores_scale_call(Q, K, mha.n_heads)
+    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
+    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
+    fns = {("scores", "scale"): scale}
+    for p in PASSES:
+        n_floats = n_bytes[f"softmax/{p}"] // 8
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
+# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
+# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
+# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
+# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
+# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
+# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
+# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
+# its place; then the ridge, pi / beta (with_ridge).
+
+def read_ceilings(roofline=None):
+    """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
+    manifest if there (else None), at its top level or in results_summary; a bad file: an error."""
+    path = roofline or REPO / PHASE1_MANIFEST
+    if not (roofline or path.is_file()):
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read roofline file {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError(f"roofline file {path} is not valid JSON") from None
+    out = {"source": "cli" if roofline else "phase1",
+           "depends_on": str(roofline) if roofline else PHASE1_MANIFEST}
+    for key in ("beta_peak_GBps", "pi_peak_GFLOPS"):
+        v = data.get(key, (data.get("results_summary") or {}).get(key)) \
+            if isinstance(data, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"roofline file {path} has no positive number {key}")
+        out[key] = float(v)
+    return out
+
+
+COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
+CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
+PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
+SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+
+
+def copy_rates(buffers, n_threads, reps, min_time):
+    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
+    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
+    (src, dst), N = buffers, buffers[0].size
+    slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
+    with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
+        copy = (lambda: np.copyto(dst, src)) if n_threads == 1 else \
+            (lambda: list(executor.map(lambda s: np.copyto(dst[s], src[s]), slices)))
+        copy()  # untimed: first touch of both buffers, threads started
+        repeats = [run_for(copy, min_time) for _ in range(reps)]
+    return [8 * N * calls / secs / 1e9 for calls, secs in repeats]
+
+
+def matmul_cost(n):
+    """pi's kernel, an fp32 (n, n) matmul: (FLOPs, bytes of its three arrays, each once)."""
+    return 2 * n**3, 3 * 4 * n**2
+
+
+def matmul_rates(n, reps, min_time):
+    """pi's kernel timed: GFLOPS of `reps` repeats."""
+    a, b = (np.random.default_rng(i).random((n, n), dtype=np.float32) for i in range(2))
+    a @ b
+    repeats = [run_for(lambda: a @ b, min_time) for _ in range(reps)]
+    return [matmul_cost(n)[0] * calls / secs / 1e9 for calls, secs in repeats]
+
+
+def copy_levels(hardware, dram_bytes=None):
+    """Each level's copy working set (both buffers), at most COPY_MAX_BYTES: half of each data cache
+    (machine_facts, cpu0), >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128
+    MiB, and half that."""
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
+    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
+              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
+    llc = max(caches.values(), default=8 << 20)
+    levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
+                     "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
+    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
+    return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
+                              "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
+
+
+CEILING_WORKERS = 5       # the first workers also time the ceilings (set by hand)
+CEILING_PROFILES = {  # repeats of beta's copy and pi's matmul; of the caches' copies, DRAM's half
+    "full": {"ceiling_repeats": 20, "cache_repeats": 10, "matmul_n": 2048, "dram_bytes": None},
+    "quick": {"ceiling_repeats": 4, "cache_repeats": 2, "matmul_n": 512, "dram_bytes": 32 << 20}}
+
+
+def ceiling_plan(quick, hardware, n_workers, time_pi):
+    """Each worker's ceiling spec, the first CEILING_WORKERS' the spec, the rest's None: the
+    copies of copy_levels, even beside Phase 1's beta, pi's matmul (time_pi), repeats a worker."""
+    n_ceiling = min(n_workers, CEILING_WORKERS)
+    profile = CEILING_PROFILES["quick" if quick else "full"]
+    spec = {"levels": copy_levels(hardware, profile["dram_bytes"]), "time_pi": time_pi,
+            "copy_threads": hardware["logical_cpus"], "matmul_n": profile["matmul_n"],
+            "reps": math.ceil(profile["ceiling_repeats"] / n_ceiling),
+            "cache_reps": math.ceil(profile["cache_repeats"] / n_ceiling)}
+    return [spec] * n_ceiling + [None] * (n_workers - n_ceiling)
+
+
+def time_ceilings(spec, min_time):
+    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
+    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
+    n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
+    for name, lv in spec["levels"].items():
+        reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
+        buffers = copy_buffers(lv["bytes"])
+        out["copy"][name] = {"1thread": copy_rates(buffers, 1, reps, min_time),
+                             "all_cpus": copy_rates(buffers, n_cpus, reps, min_time)
+                             if n_cpus > 1 and lv["shared"] else None}
+        if lv.get("half_bytes"):  # the same buffers' first halves
+            halves = [b[:lv["half_bytes"] // 8] for b in buffers]
+            out["copy_half"][name] = copy_rates(halves, n_cpus, spec["cache_reps"], min_time)
+        buffers = halves = None  # freed before the next level's are made: one at a time
+    return {**out, "matmul": matmul_rates(spec["matmul_n"], spec["reps"], min_time)
+            if spec["time_pi"] else None}
+
+
+def rate_estimate(runs, key):
+    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
+    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
+    rates = sum(runs, [])
+    return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
+
+
+def copy_estimate(runs):
+    """A level's copy on one thread and, where timed, on all CPUs: the faster is the level's, with
+    its own interval (the choice of the faster is not in that interval's coverage)."""
+    one = rate_estimate([r["1thread"] for r in runs], "GBps")
+    alls = runs[0]["all_cpus"] and rate_estimate([r["all_cpus"] for r in runs], "GBps")
+    best = alls if alls and alls["GBps"] > one["GBps"] else one
+    return {**best, "GBps_from": "all_cpus" if best is alls else "1thread",
+            "GBps_1thread": one["GBps"], "GBps_all_cpus": alls and alls["GBps"]}
+
+
+def with_ridge(ceilings):
+    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
+    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
+    (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
+    return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
+                       "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
+
+
+def combine_ceilings(counted, workers, spec, given=None):
+    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
+    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
+    and pi (*_peak_*, the lab's names, of the repeats' CEILING_QUANTILE) or Phase 1's; the ridge."""
+    rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
+        w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
+    levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
+              for name, lv in spec["levels"].items()}
+    dram = levels["DRAM"]
+    half = rate_estimate([w["copy_half"]["DRAM"] for w in rates_by_worker], "GBps")["GBps"]
+    same_threads = dram["GBps_all_cpus"] or dram["GBps_1thread"]  # the half copies on all CPUs
+    dram.update(GBps_half=half, plateau=abs(half - same_threads) <= PLATEAU * same_threads)
+    beta = given["beta_peak_GBps"] if given else dram["GBps"]  # the DRAM roof drawn and used
+    for name, lv in levels.items():
+        if name != "DRAM":
+            larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
+            lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
+            lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
+                lv["GBps"] <= (1 + PLATEAU) * beta
+    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
+         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
+         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
+         "copy_threads": spec["copy_threads"], "levels": levels}
+    if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
+        b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
+        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
+            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
+    else:
+        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
+        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
+              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
+              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
+    return with_ridge(c)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1812,6 +1706,112 @@ def spawn_all(plan, in_process):
         done.append(spawn_one(task, in_process, worker_timeout(task)))
         say(f"{task['label']} done ({n + 1} of {len(plan['tasks'])})")
     return done
+
+
+# ----------------------------------------------------------------------------------------------
+# The machine: facts and threads (Linux: /proc, /sys; else psutil, sysctl, platform); None: unknown.
+
+def cpu_identity(cpuinfo):
+    """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
+    from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
+    info = {}
+    for key, _, value in (ln.partition(":") for ln in cpuinfo.splitlines()):
+        info.setdefault(key.strip(), value.strip())
+    name = info.get("model name") or info.get("Model") or info.get("Hardware")
+    ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
+             "family": info.get("cpu family"), "model": info.get("model")}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        if platform.system() == "Darwin":
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
+                                  capture_output=True, timeout=5).stdout.strip() or name
+    if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
+        ident = {"vendor": m[3], "family": m[1], "model": m[2]}
+    return {"cpu_model": name or platform.processor() or "unknown",
+            **{k: int(v) if v and v.isdigit() else v for k, v in ident.items()}}
+
+
+def numpy_simd():
+    """The SIMD features numpy detects here, the dispatch targets this CPU supports,
+    and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
+    found = umath.__cpu_features__
+    info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
+    return {"simd_flags": [f for f, on in found.items() if on],
+            "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
+            "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
+                "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
+
+
+def machine_facts(freq):
+    """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
+    cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
+    cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
+    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
+    sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
+                    for d in cpu_dirs} - {None}
+    logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
+    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: logical's, below
+    caches = {}
+    for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
+        kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
+        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
+    unavailable = {k: why for k, missing, why in (
+        ("caches", not caches, "no /sys cache description on this OS"),
+        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
+         "container, or not Linux): the governor cannot be read or set here"),
+        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
+         "kernels stand in for the clock (assumed: a slower clock slows both)"),
+        ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
+        ("warm_heap", glibc_malloc() is None, "not glibc: the run cannot ask to keep the heap"))
+        if missing}
+    ident = cpu_identity(cpuinfo)
+    return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
+        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
+        "smt": physical and logical > physical, "caches": caches,
+        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's flag
+        "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+        "libc": " ".join(platform.libc_ver()).strip() or None,
+        "cpufreq_at_start": freq, "unavailable": unavailable}
+
+
+def thread_record(flag, hardware):
+    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
+    imposed (None: as the environment set them), and that ran in this process, the parent (each
+    worker records its own: threads_warning compares); the BLAS libraries seen."""
+    env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
+    if flag:
+        imposed, asked, asked_by = flag, flag, "flag: --threads"
+    elif env:
+        first = next(iter(env.values()))
+        imposed, asked = None, int(first) if first.isdigit() else None
+        asked_by = "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
+    else:
+        imposed = asked = hardware["physical_cores"]
+        asked_by = "default: one per physical core"
+    with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
+        blas = blas_info()
+    return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
+            "imposed": imposed, "asked_by": asked_by}, blas
+
+
+def threads_warning(results):
+    """One line where the BLAS threads that ran are not those asked, one a core, the workers'."""
+    threads, hardware = results["threads"], results["hardware"]
+    ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
+    if ran is None:
+        return "threadpoolctl sees no BLAS library: the thread count is not controlled"
+    parts = []
+    if asked not in (None, ran):
+        parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
+                     + (" (as many as the CPUs)" if ran == hardware["logical_cpus"] < asked
+                        else ""))
+    if ran != cores:
+        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
+            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for one "
+            "thread per core (--threads or OMP_NUM_THREADS)")
+    if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
+        parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
+    return "; ".join(parts) or None
 
 
 # ----------------------------------------------------------------------------------------------
