@@ -1927,7 +1927,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # workers' (alike)
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # the last worker's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
