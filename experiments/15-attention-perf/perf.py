@@ -1482,9 +1482,9 @@ def matmul_rates(n, reps, min_time):
 
 
 def copy_levels(hardware, dram_bytes=None):
-    """Each level's copy working set (both buffers), at most COPY_MAX_BYTES: half of each data cache
-    (machine_facts, cpu0), >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128
-    MiB, and half that."""
+    """Each level's copy working set (both buffers): half of each data cache (machine_facts, cpu0),
+    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that; all
+    at most COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
               if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
