@@ -244,8 +244,8 @@ def test_warm_heap_workers_interleave_time_their_timers_and_repeat_a_round_on_on
                                               "one_thread_rounds": []}
 
 
-def test_a_worker_s_result_holds_the_keys_the_workers_banner_lists_and_no_other():
-    """The one place that lists a worker's keys (the workers' banner) against a worker's result:
+def test_a_worker_s_result_holds_the_keys_the_watch_s_banner_lists_and_no_other():
+    """The one place that lists a worker's keys (the watch's banner) against a worker's result:
     a key added or dropped without the banner fails here."""
     w = perf.worker_job(tiny_task(one_thread_rounds=[0], timer_pairs=True, call_Ts=[64]))
     lines = PERF.read_text().splitlines()
