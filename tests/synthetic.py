@@ -13,10 +13,10 @@ TIMES_MS = {  # per op, at T = 64 and 512: the projections lead at 64, the T^2 o
 
 
 def worker(Ts):
-    """A worker's passes at every T: 0.1 ms each of scores' steps and of the softmax's passes
-    at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
+    """A worker's calls at every T: scores 0.6 ms whole and 0.5 ms its matmul alone; 0.1 ms each
+    of the softmax's passes at T, 2 us in cache (on 64 queries), 50 us a copy of its bytes."""
     calls = {str(T): {"in_cache_queries": 64,
-                       "scores": {"scale": 1e-4}, **{
+                       "scores": {"whole": 6e-4, "matmul": 5e-4}, **{
         p: {"at_T": 1e-4, "in_cache": 2e-6, "copy": 5e-5} for p in perf.PASSES}}
         for T in Ts}
     return {"apart": calls}

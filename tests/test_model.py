@@ -143,12 +143,13 @@ def test_the_byte_model_weighs_the_forward_s_real_arrays():
 
 
 def test_the_scaling_and_passes_mirror_the_ops_and_count_their_bytes():
-    # scores' scaling and the softmax's passes, run in turn, make the forward's own S and A, and
-    # the arrays they make weigh what forward_arrays says: if softmax() or scores() changed and
-    # the passes did not, or the byte model did not, this goes red. Each takes what its op took.
+    # scores whole, its matmul scaled by hand, and the softmax's passes, run in turn, make the
+    # forward's own S and A, and the arrays they make weigh what forward_arrays says: if softmax()
+    # or scores() changed and the calls did not, or the byte model did not, this goes red. Each
+    # takes what its op took.
     ops = forward_by_op(*inputs(64))
-    (scale, S_made), S = perf.scores_scale_call(*ops["scores"][0]), ops["scores"][1]
-    for got in (S_made, scale()):
+    calls, S = perf.scores_calls(*ops["scores"][0]), ops["scores"][1]
+    for got in (calls["whole"](), calls["matmul"]() / 4.0):  # sqrt(d_k), d_k = 16
         np.testing.assert_allclose(got, S, rtol=1e-6)  # a BLAS: equal to rounding
     calls, (Z, m, D, E, s) = perf.softmax_pass_calls(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)

@@ -93,7 +93,7 @@ MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, T2_OPS or PROJECTIONS, its colour in
 # PALETTE's seven, its function, both forwards), Block D's tables (forward_arrays, op_cost,
 # OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if it fuses); split from scores or softmax, the harness's
-# calls taken apart (scores_scale_call, softmax_pass_calls); tests that spell the five (test_model,
+# calls taken apart (scores_calls, softmax_pass_calls); tests that spell the five (test_model,
 # test_costs, test_claims, synthetic, bindings); and a new chain (the committed run, the reruns).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
@@ -797,12 +797,13 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 
 def scores_scale_times(rows, counted):
-    """scores' scaling pass (/ sqrt(d_k), one more pass over S) timed alone at each T: the median
-    over the processes (seconds)."""
+    """scores' scaling pass (/ sqrt(d_k), one more pass over S) at each T, as the forward runs it
+    (in place, where numpy elides the matmul's temporary): scores less its matmul alone, per
+    process; the median over the processes (seconds)."""
     out = []
     for row in rows:
-        if got := [w["apart"][t]["scores"]["scale"] for w in counted
-                   if (t := str(row["T"])) in w["apart"]]:
+        if got := [c["whole"] - c["matmul"] for w in counted
+                   if (c := w["apart"].get(str(row["T"]), {}).get("scores"))]:
             out.append({"T": row["T"], "scale_s": float(np.median(got))})
     return out
 
@@ -1363,11 +1364,11 @@ def copy_buffers(nbytes):
     return block[:n], block[n + gap:]
 
 
-def scores_scale_call(Q, K, h):
-    """scores(Q, K, h) taken apart: its scaling pass's call (on the matmul's P), and S, as
-    scores'."""
-    P, scale = split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1), math.sqrt(Q.shape[1] // h)
-    return lambda: P / scale, P / scale
+def scores_calls(Q, K, h):
+    """scores(Q, K, h) whole, and its matmul alone as scores spells it: the two's difference is
+    the scaling pass as the forward runs it (in place, where numpy elides the matmul's result)."""
+    return {"whole": functools.partial(scores, Q, K, h),
+            "matmul": lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
 
 
 def softmax_pass_calls(S, mask):
@@ -1384,13 +1385,14 @@ def softmax_pass_calls(S, mask):
 
 
 def calls_at(T, task, mha):
-    """At T, scores' scaling and the softmax's passes on the forward's real data (at_T), on as many
-    rows of S as mask_add's three arrays fit in cache_budget_bytes (in_cache; no pass touches more),
-    and one thread's copy of its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per
-    call: the fastest of CALL_ROUNDS batches in turn (a spell within a round spoils one batch)."""
+    """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
+    passes (at_T), each pass also on as many rows of S as mask_add's three arrays fit in
+    cache_budget_bytes (in_cache; no pass touches more) and as one thread's copy of its bytes
+    (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of CALL_ROUNDS
+    batches in turn (a spell within a round spoils one batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    Q, K, _ = qkv_proj(x, mha)  # the forward's own Q and K, by its own op; S as scores makes it
-    scale, S = scores_scale_call(Q, K, mha.n_heads)
+    (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
+    S = scores(Q, K, h)
     query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1398,7 +1400,7 @@ def calls_at(T, task, mha):
     (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
     n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
     src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", "scale"): scale}
+    fns = {("scores", kind): fn for kind, fn in scores_calls(Q, K, h).items()}
     for p in PASSES:
         n_floats = n_bytes[f"softmax/{p}"] // 8
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
