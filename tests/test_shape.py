@@ -19,7 +19,7 @@ def part_two_line(source):
 
 PART_II = part_two_line(SOURCE)
 PART_I_LINES = 900  # the lab a learner reads, from the top to the harness's banner
-MAX_LINES = 2235    # the whole: issue 53's cap; the file sits at it: room is made by cutting
+MAX_LINES = 2235    # the whole: issue 53's cap, a guard and not an aim
 
 
 def local_names(fn):

@@ -7,17 +7,17 @@ or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick 
 purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
-calls it and hands it records it reads by key and value: a worker's watched samples, quiet or
-disturbed, the ops taken apart, the ceilings, the workers, the machine, a run, --compare, the
-command line. Where:
+calls it (a worker's watched samples, quiet or disturbed, the ops taken apart, the ceilings, the
+workers, the machine, a run, --compare, the command line). Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
   machine_around, watched_samples, measuring; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
-- the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards), and Block D's
-  tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS, FLASH_ARRAYS);
+- the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
+  softmax_pass_calls), and Blocks D to F (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS,
+  FLASH_ARRAYS; Blocks E and F's answers on scores and the softmax, analyse, make_manifest);
 - quiet or disturbed: the watch and "Quiet or disturbed", one stretch (watched_samples;
   judge_processes, the checks, judge_run), and the machine with the run after it (machine_facts,
   thread_record; run_lab, which calls the last two);
@@ -84,17 +84,17 @@ class UsageError(Exception):
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
-# Block A: the model, and the same forward with a timer around each op.
+# Block A: the model, the same forward with a timer around each op, two ops taken apart.
 # Heads are a leading axis (h, T, d_k) and numpy's stacked matmul runs them: naive (no
 # fusing, no out= buffers, A fully materialised), and it keeps the timers to one per op.
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, T2_OPS or PROJECTIONS, its colour in
-# PALETTE's seven, its function, both forwards), Block D's tables (forward_arrays, op_cost,
-# OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if it fuses); split from scores or softmax, the harness's
-# calls taken apart (scores_calls, softmax_pass_calls); tests that spell the five (test_model,
-# test_costs, test_claims, synthetic, bindings); and a new chain (the committed run, the reruns).
+# PALETTE's seven, its function, both forwards; split from scores or the softmax, their calls taken
+# apart and Blocks E and F's answers on them), Block D's tables (forward_arrays, op_cost, OP_ARRAYS,
+# CALL_ARRAYS; FLASH_ARRAYS if it fuses); tests that spell the five (test_model, test_costs,
+# test_claims, synthetic, bindings); and a new chain (the committed run, the reruns).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -196,6 +196,26 @@ def attention_forward_timed(x, mha, mask=None):
     return times
 
 
+def scores_calls(Q, K, h):
+    """scores whole, and its matmul alone as scores spells it, to time apart (never time_s's): the
+    difference is the scaling pass as the forward runs it (in place if numpy elides temporaries)."""
+    return {"whole": functools.partial(scores, Q, K, h),
+            "matmul": lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
+
+
+def softmax_pass_calls(S, mask):
+    """softmax(S, mask) as naive numpy runs it, taken apart to time (never time_s's): {pass: its
+    call, on the data the pass before made}, and those data (Z, m, D, E, s)."""
+    Z = S + mask
+    m = Z.max(axis=-1, keepdims=True)
+    D = Z - m
+    E = np.exp(D)
+    s = E.sum(axis=-1, keepdims=True)
+    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
+            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+
+
 # ----------------------------------------------------------------------------------------------
 # Block B: what a sample is, one process's samples, and the statistic: each T's row from the
 # processes' own estimates of the samples that feed it (which feed: the caller's word).
@@ -210,8 +230,8 @@ def attention_forward_timed(x, mha, mask=None):
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
-    """Calls fn back to back until min_time has passed: (calls, seconds). As in timeit's autorange
-    no batch lasts less than min_time; unlike it, each batch finds its own count."""
+    """Calls fn back to back until min_time has passed: (calls, seconds). Unlike timeit's autorange,
+    one batch that finds its own count: no calibration batches, none shorter than min_time."""
     min_ns, n, t0 = min_time * 1e9, 0, now()
     while True:
         fn()
@@ -299,8 +319,7 @@ def pool_T(T, feeding):
 
 def time_s_said(over, q=PROCESS_QUANTILE):
     """time_s's rule in words, as results.json's definitions and the pictures' footers say it."""
-    return f"the median over {over} of each one's {100 * q:.0f}th percentile of its samples the " \
-        "canary kept"
+    return f"the median over {over} of each one's {100 * q:.0f}th percentile of its kept samples"
 
 
 def entry_at(entries, T):
@@ -471,9 +490,9 @@ def plot_perf(res):
                bbox_to_anchor=(0.5, 0.945))
     dflt_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
     aside = ", ".join(f"{r['samples_set_aside']}{all_feed(r)}" for r in res["sweep_default_heap"])
-    low = footer(fig, res, "bars", f"hatched: {100 * q:.0f}th percentile of the kept of "
-                 f"{dflt_row['sample_count']} samples per T from {dflt_row['processes_sampled']} "
-                 f"default-heap process (set aside: {aside})")
+    low = footer(fig, res, "bars", f"hatched: the ops' {100 * q:.0f}th percentiles, summed, of the "
+                 f"kept of {dflt_row['sample_count']} samples per T from "
+                 f"{dflt_row['processes_sampled']} default-heap process (set aside: {aside})")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
     return fig
@@ -739,15 +758,15 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
 
 
 def softmax_against_roofs(row, ceilings):
-    """Block E's question 2: the softmax's GFLOPS against its DRAM roof, one thread's DRAM copy
-    (numpy runs it on one), and the roof of the smallest level its working set fits in."""
+    """Block E's question 2: the softmax's GFLOPS (its row's) against its DRAM roof (beta's), one
+    thread's DRAM copy (numpy runs it on one), and the roof of the smallest level its working set
+    fits in (its row's level_roof_GFLOPS: that level's faster copy, one thread or all CPUs)."""
     sm = row["ops"]["softmax"]
     memory_roof = ceilings["beta_peak_GBps"] * sm["intensity"]
-    return {"T": row["T"], **{k: sm[k] for k in ("GFLOPS", "intensity", "level",
-                                                  "working_set_bytes", "level_roof_GFLOPS")},
-            "memory_roof_GFLOPS": memory_roof, "ratio_to_memory_roof": sm["GFLOPS"] / memory_roof,
-            "ratio_to_1thread_dram_copy":
-                sm["GFLOPS"] / (ceilings["levels"]["DRAM"]["GBps_1thread"] * sm["intensity"]),
+    one_thread = ceilings["levels"]["DRAM"]["GBps_1thread"] * sm["intensity"]
+    return {"T": row["T"], "memory_roof_GFLOPS": memory_roof,
+            "ratio_to_memory_roof": sm["GFLOPS"] / memory_roof,
+            "ratio_to_1thread_dram_copy": sm["GFLOPS"] / one_thread,
             "ratio_to_level_roof": sm["GFLOPS"] / sm["level_roof_GFLOPS"]}
 
 
@@ -1102,8 +1121,7 @@ DEFINITIONS = {  # written into results.json, and said at the end of a run
 
 def pool_row(T, records):
     """One T's row of `records` (the counted processes' or the default heap's): pool_T of the kept
-    samples of the processes that kept any (none did: all); page faults a forward; the timers'
-    overhead."""
+    samples of the processes that kept any (none did: all); faults a forward; timers' overhead."""
     samples = [s for rec in records for s in rec["samples"]]
     faults = [rec["faults"] for rec in records]
     overheads = [v - 1 for rec in records for v in rec.get("timer_ratios", [])]
@@ -1331,7 +1349,7 @@ def cooperation_finding(windows, threads_ran):
     Beside the verdict (run_lab adds it); one thread advised only if faster in the same windows."""
     window = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
     ratio, applies = window["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
-    out = {"value": ratio, "limit": COOPERATION_LIMIT, "applies": applies,
+    out = {"value": ratio, "limit": COOPERATION_LIMIT,
            "holds": None if ratio is None or not applies else ratio <= COOPERATION_LIMIT}
     if out["holds"] is not False:
         return out
@@ -1347,9 +1365,9 @@ def cooperation_finding(windows, threads_ran):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart, at each T: scores' scaling pass, and the softmax's passes, each beside the
-# same call on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which
-# the ceilings' copies use too): comparisons of what each costs, never inputs to the figures.
+# The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same call
+# on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which the
+# ceilings' copies use too): Block E's comparisons of what each costs, never inputs to time_s.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
 CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
@@ -1362,26 +1380,6 @@ def copy_buffers(nbytes):
     gap = (2048 - 4 * n) % 4096 // 4
     block = np.ones(2 * n + gap, dtype=np.float32)
     return block[:n], block[n + gap:]
-
-
-def scores_calls(Q, K, h):
-    """scores(Q, K, h) whole, and its matmul alone as scores spells it: the two's difference is
-    the scaling pass as the forward runs it (in place, where numpy elides the matmul's result)."""
-    return {"whole": functools.partial(scores, Q, K, h),
-            "matmul": lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
-
-
-def softmax_pass_calls(S, mask):
-    """softmax(S, mask) as naive numpy runs it, taken apart: {pass: its call, on the data the
-    pass before made}, and those data (Z, m, D, E, s)."""
-    Z = S + mask
-    m = Z.max(axis=-1, keepdims=True)
-    D = Z - m
-    E = np.exp(D)
-    s = E.sum(axis=-1, keepdims=True)
-    return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
-            "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
 
 
 def calls_at(T, task, mha):
@@ -1419,14 +1417,14 @@ def calls_at(T, task, mha):
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
-# (read_ceilings; pi then goes untimed, the copies never do), else timed by Phase 1's kernels. Who:
-# the first CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and
-# calls_at (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its
-# rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
+# (read_ceilings; pi then goes untimed, the copies never do), else timed here. Who: the first
+# CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and calls_at
+# (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its rate,
+# not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
 # between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
 # (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
-# counted workers (else all), with quantile_estimate's interval (Block B), or Phase 1's number in
-# its place; then the ridge, pi / beta (with_ridge).
+# counted workers (not left out by judge_processes; none timed any: all), with quantile_estimate's
+# interval (Block B), or Phase 1's number in its place; then the ridge, pi / beta (with_ridge).
 
 def read_ceilings(roofline=None):
     """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
@@ -1458,7 +1456,7 @@ SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no 
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of Phase 1's kernel, np.copyto of N floats: 8 N bytes by its count (a
+    """GB/s of `reps` repeats of a copy, np.copyto of N floats: 8 N bytes by the lab's count (a
     write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
