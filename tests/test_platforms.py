@@ -224,15 +224,25 @@ def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8 if logical else 4)  # an i7
     monkeypatch.setattr(platform, "processor", lambda: "i386")  # what an Intel Mac's Python says
+    # A Mac's getrusage, simulated: 3 minor faults a timed forward, whatever this host counts.
+    forwards, timed = [0], perf.attention_forward_timed
+
+    def counted_forward(*args):
+        forwards[0] += 1
+        return timed(*args)
+
+    rusage = lambda who: types.SimpleNamespace(ru_minflt=3 * forwards[0])  # noqa: E731
+    monkeypatch.setattr(perf, "attention_forward_timed", counted_forward)
+    monkeypatch.setattr(perf, "resource", types.SimpleNamespace(RUSAGE_SELF=0, getrusage=rusage))
     res, _, out = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert hw["cpu_model"] == "i386"  # no sysctl answer (a failed call): platform's
     assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert hw["libc"] is None and res["heap"]["mode"] == "default"
-    # A Mac counts a process's faults (getrusage): a number, not None (this host's own counter
-    # stands in: which path ran is the host's, not the simulated OS's)
-    assert all(isinstance(r["page_faults_per_forward"], float) for r in res["sweep"])
+    # A Mac counts a process's faults by getrusage: its count a forward, as the sample's forwards
+    # made it (timer pairs and one-thread samples, outside a sample's count, add none)
+    assert [r["page_faults_per_forward"] for r in res["sweep"]] == [3.0, 3.0]
     assert "note: not known here: warm_heap: not glibc" in out  # said at the run's end
 
 
