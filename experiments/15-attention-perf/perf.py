@@ -225,7 +225,7 @@ def softmax_pass_calls(S, mask):
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
 # before and after the batch (watched), and on one BLAS thread `follows`, the index of the sample
 # it follows (after_sample); in the parent, after every worker: canary_ratio, the canary around it
-# over its process's reference, deciding if it feeds the figures (mark_samples). Round i: the i-th
+# over its process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th
 # sample of every T (interleave: the Ts in a rotating order, else each T's rounds in turn).
 
 
@@ -310,7 +310,7 @@ def summarize(by_process):
 
 
 def pool_T(T, feeding):
-    """One T's row from the samples that feed its figures, {process: [sample, ...]} (which feed:
+    """One T's row from the samples that feed its time_s, {process: [sample, ...]} (which feed:
     the harness's word): per op, summarize's statistics; forward_s, the ops' time_s summed."""
     ops = {k: summarize([[s[k] for s in samples] for samples in feeding.values()]) for k in OPS}
     return {"T": T, "ops": ops, "forward_s": sum(ops[op]["time_s"] for op in OPS),
@@ -372,13 +372,13 @@ def unclutter(fig, labels):
 
 
 def processes_feeding(res):
-    """How many processes fed each T's figures: "10", or fewest to most ("8-10") when T differ."""
+    """How many processes fed each T's time_s: "10", or fewest to most ("8-10") when T differ."""
     counts = sorted({len(r["processes"]) for r in res["sweep"]})
     return "-".join(map(str, dict.fromkeys([counts[0], counts[-1]])))
 
 
 def all_feed(row):
-    """A row's note where the canary kept none of a T's samples and all of them feed its figures."""
+    """A row's note where the canary kept none of a T's samples and all of them feed its time_s."""
     return " (none kept: all feed)" if row["figures_from"] != "kept samples" else ""
 
 
@@ -1038,7 +1038,7 @@ def warm_heap():
 
 @contextlib.contextmanager
 def measuring(task):
-    """A worker's set-up while it measures: its heap kept (warm), its BLAS threads fixed, gc off
+    """A worker's set-up while it measures: its heap held (warm), its BLAS threads fixed, gc off
     (a collection inside a batch would be timed). Its record: heap, blas_threads, ended, cpu_s."""
     worker = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
         "mode": "default", "control": "the allocator's defaults"}}
@@ -1053,10 +1053,10 @@ def measuring(task):
 
 
 # ----------------------------------------------------------------------------------------------
-# Quiet or disturbed, once every worker has ended: (1) which samples and processes feed the
-# figures (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
+# Quiet or disturbed, once every worker has ended: (1) which samples and processes feed time_s
+# (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
 # (mark_samples, set_aside), a process it read slow nearly all its life left out (slow_processes),
-# pool_row pools the rest; (2) the verdict (the governor, the threads: report's warnings, apart).
+# pool_row pools the rest; (2) the verdict (the governor, the threads: report's warnings only).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
@@ -1080,7 +1080,7 @@ def mark_samples(worker, reference):
 
 
 def set_aside(sample):
-    """A sample the canary sets aside from the figures (canary_ratio: mark_samples'); else kept."""
+    """A sample the canary sets aside from time_s (canary_ratio: mark_samples'); else kept."""
     return sample["canary_ratio"] > SAMPLE_SLOW
 
 
@@ -1370,7 +1370,7 @@ def cooperation_finding(windows, threads_ran):
 # ceilings' copies use too): Block E's comparisons of what each costs, never inputs to time_s.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call in turn, the fastest kept (assumed: noise adds)
+CALL_ROUNDS = 3           # rounds of every call in turn, the fastest taken (assumed: noise adds)
 
 
 def copy_buffers(nbytes):
@@ -1457,7 +1457,7 @@ SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no 
 
 def copy_rates(buffers, n_threads, reps, min_time):
     """GB/s of `reps` repeats of a copy, np.copyto of N floats: 8 N bytes by the lab's count (a
-    write-allocate's read left out); on more threads, a slice each (assumed: it frees the GIL)."""
+    write-allocate's read left out); on more Python threads, a slice each (assumed: no GIL held)."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
@@ -1821,7 +1821,7 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
-    """A worker's peak memory: its interpreter, every T's x and mask, and the larger of its
+    """A worker's most memory at once: its interpreter, every T's x and mask, and the larger of its
     calls at the largest T (the forward's every array at once, a pass's copy buffers, half an (h,
     T, T) array set by hand to cover what tracemalloc saw, test_cli) and its ceilings."""
     arr = forward_arrays(max(Ts), d_model, n_heads)
