@@ -1,7 +1,7 @@
-"""The canary sees the machine run slow and the run sets those samples aside: slow windows are
+"""The canary sees the machine run slow and the run sets those samples aside: slow spells are
 injected deterministically into a short in-process run (the softmax made slower, the canary's
 readings around it slower too, as a host's slow spell is assumed to slow both), then the figures, the counts
-and the verdict are checked against the windows. The canary's reading rule by hand."""
+and the verdict are checked against the spells. The canary's reading rule by hand."""
 import pytest
 
 import perf
@@ -11,7 +11,7 @@ ARGS = ["--quick", "--in-process", "--T", "64", "--samples", "20", "--workers", 
 FAST = {"exp": 40e-6, "blas": 60e-6}
 
 
-def slow_windows(monkeypatch, slow):
+def slow_spells(monkeypatch, slow):
     """Every timed batch numbered in turn within a worker; batch k runs slow if slow(k): its
     softmax calls take 300 us more, and the canary readings on either side of it (the reading
     after batch k - 1 and after batch k) read twice their fast times. The timers read a fake timer
@@ -59,10 +59,10 @@ def lab_run(tmp_path, monkeypatch, extra=()):
     return perf.run_lab(perf.parse_args(args + ["--out", str(tmp_path)]), args)
 
 
-def test_samples_in_slow_windows_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,
+def test_samples_in_slow_spells_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,
                                                                                   monkeypatch):
-    # Batches 5-8 of every 12 run slow: a third of them, in windows of four.
-    slow_windows(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
+    # Batches 5-8 of every 12 run slow: a third of them, in spells of four.
+    slow_spells(monkeypatch, lambda k: k % 12 in (5, 6, 7, 8))
     res = lab_run(tmp_path, monkeypatch)
     row, dflt = res["sweep"][0], res["sweep_default_heap"][0]
     # Each worker's first ten batches are its ten samples at T = 64 (a timer pair is no
@@ -85,7 +85,7 @@ def test_a_run_that_ran_slow_most_of_the_time_does_not_call_itself_quiet(tmp_pat
     # Of each worker's ten samples only the first two run fast: eight slow. The canary's
     # readings around those two, 2 of its 11, are fast, and its reference (REFERENCE_QUANTILE
     # of them) lands on them: a process slow for all its life is slow_process's to catch.
-    slow_windows(monkeypatch, lambda k: 2 < k <= 10)
+    slow_spells(monkeypatch, lambda k: 2 < k <= 10)
     res = lab_run(tmp_path, monkeypatch)
     assert res["sweep"][0]["samples_set_aside"] == 16
     cond = res["conditions"]

@@ -307,8 +307,9 @@ def test_the_interval_over_processes_covers_a_two_group_population_at_its_stated
         lo, hi = s["time_s_interval"]
         covered += lo <= truth <= hi
         stated.add(round(s["time_s_interval_coverage"], 6))
-    (coverage,) = stated
-    assert abs(covered / 1000 - coverage) <= 0.03, (covered, coverage)
+    (coverage,) = stated  # 0.9785 for ten processes: one standard error of 1,000 runs is 0.0046
+    assert abs(covered / 1000 - coverage) <= 3.5 * math.sqrt(coverage * (1 - coverage) / 1000), (
+        covered, coverage)
 
 
 def test_timed_over_untimed_pairs_each_timed_forward_with_an_untimed_one_in_alternating_order(
