@@ -80,10 +80,15 @@ def test_causal_future_tokens_do_not_change_the_past():
     assert not np.allclose(a[50:], b[50:])
 
 
-def test_every_op_is_a_projection_or_a_T2_op():
+def test_every_op_is_a_projection_or_a_T2_op_as_its_FLOPs_grow():
     # expected_observations splits each T's time into PROJECTIONS and T2_OPS (the T² ops): the two
-    # shares make the whole only if every op of OPS is one or the other, and none both.
+    # shares make the whole only if every op of OPS is one or the other, and none both; and each
+    # op's class is how its FLOPs grow (op_cost's, the lab's formulas): x2 from T = 64 to 128 for a
+    # projection, x4 for a T² op.
     assert sorted(perf.PROJECTIONS + perf.T2_OPS) == sorted(perf.OPS)
+    flops = lambda T: {op: f for op, (f, _) in perf.op_cost(T, 64, 4).items()}  # noqa: E731
+    growth = {op: flops(128)[op] / flops(64)[op] for op in perf.OPS}
+    assert growth == {**dict.fromkeys(perf.PROJECTIONS, 2.0), **dict.fromkeys(perf.T2_OPS, 4.0)}
 
 
 def test_weights_deterministic_from_seed():
