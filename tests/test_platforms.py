@@ -332,12 +332,27 @@ def test_no_blas_seen(tmp_path, capsys, monkeypatch, fake_mallopt):
 @pytest.mark.skipif(getattr(getattr(perf.np.lib, "introspect", None), "opt_func_info", None) is
                     None, reason="numpy before 2.1 cannot say which kernel it runs")
 def test_the_softmax_kernels_numpy_runs_are_recorded_or_said_unknown(monkeypatch):
+    # A target numpy picked runs here if each feature it joins ("FMA3__AVX2", numpy 2.1-2.3's
+    # spelling; "X86_V3", 2.4's) is one this CPU supports, or it is numpy's baseline.
+    runs_here = lambda t, supported: t.startswith("baseline") or all(  # noqa: E731
+        f in supported for f in t.split("__"))
     simd = perf.numpy_simd()
     kernels, supported = simd["numpy_softmax_kernels"], simd["numpy_dispatch_supported"]
     # Each of the softmax's float32 kernels (the mask's add and the sum, max, subtract, exp,
-    # divide) with the dispatch target numpy picked on this CPU: one it supports, or its baseline.
+    # divide) with the dispatch target numpy picked on this CPU.
     assert set(kernels) == {"add", "maximum", "subtract", "exp", "divide"}
-    assert all(t in supported or t.startswith("baseline") for t in kernels.values()), kernels
+    assert all(runs_here(t, supported) for t in kernels.values()), kernels
+    # An AVX2 laptop on numpy 2.1 (the lab's i5-8250U, say): its joined targets are recorded
+    # as numpy names them, and run there.
+    umath = (getattr(perf.np, "_core", None) or perf.np.core)._multiarray_umath
+    monkeypatch.setattr(umath, "__cpu_features__", {"FMA3": True, "AVX2": True, "AVX512F": False})
+    monkeypatch.setattr(umath, "__cpu_dispatch__", ["FMA3", "AVX2", "AVX512F"])
+    monkeypatch.setattr(perf.np.lib.introspect, "opt_func_info", lambda name, sig: {
+        k: {"f": {"current": "FMA3__AVX2"}} for k in ("add", "maximum", "subtract", "exp", "divide")})
+    laptop = perf.numpy_simd()
+    assert laptop["numpy_dispatch_supported"] == ["FMA3", "AVX2"]
+    assert set(laptop["numpy_softmax_kernels"].values()) == {"FMA3__AVX2"}
+    assert runs_here("FMA3__AVX2", ["FMA3", "AVX2"]) and not runs_here("AVX512F", ["FMA3", "AVX2"])
     # Where numpy cannot say which kernel runs: unknown, not a guess.
     monkeypatch.delattr(perf.np.lib.introspect, "opt_func_info")
     assert perf.numpy_simd()["numpy_softmax_kernels"] is None
