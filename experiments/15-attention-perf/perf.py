@@ -1,10 +1,10 @@
 """Lab 03 of Phase 15: where the time of a naive numpy attention forward goes.
 
-Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op on
-this machine's roofline, and writes results.json, manifest.json, perf.png and roofline.png here
-or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python perf.py`; --quick is a smoke test,
---replot redraws the pictures, --compare A B sets B beside A. The code measured is naive on
-purpose (tuning it is Phase 27's); the measurement is not.
+Times a naive causal multi-head attention op by op for T = 64, 128, 256, 512, places every op on a
+roofline (this machine's, or Phase 1's beta and pi), and writes results.json, manifest.json,
+perf.png and roofline.png here or into --out. On the lab's laptop: `OMP_NUM_THREADS=4 python
+perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A. The
+code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
 calls it (a worker's watched samples, quiet or disturbed, the ops taken apart, the ceilings, the
@@ -79,7 +79,7 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness
-# decides (which samples feed a figure) comes in as an argument; Block E reads the records it makes
+# decides (which samples feed time_s) comes in as an argument; Block E reads the records it makes
 # (its banner says which), Block C's footer what it wrote in results.json; no name is Part II's.
 # ==============================================================================================
 
@@ -90,11 +90,11 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, T2_OPS or PROJECTIONS, its colour in
-# PALETTE's seven, its function, both forwards; split from scores or the softmax, their calls taken
-# apart and Blocks E and F's answers on them), Block D's tables (forward_arrays, op_cost, OP_ARRAYS,
-# CALL_ARRAYS; FLASH_ARRAYS if it fuses); tests that spell the five (test_model, test_costs,
-# test_claims, synthetic, bindings); and a new chain (the committed run, the reruns).
+# The ops. A sixth op touches this Block (these tuples, or a new class if it is neither T² nor a
+# projection; its colour, function, both forwards; split from scores or the softmax, their calls
+# taken apart, Blocks E and F's answers on them, the harness's "softmax/mask_add" sizes), Block D's
+# tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused), tests that spell
+# the five (synthetic, test_model, test_costs), a new chain.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
@@ -818,7 +818,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 def scores_scale_times(rows, counted):
     """scores' scaling pass (/ sqrt(d_k), one more pass over S) at each T, as the forward runs it
     (in place, where numpy elides the matmul's temporary): scores less its matmul alone, per
-    process; the median over the processes (seconds)."""
+    process (two fastest batches: no interval); the median over the processes (seconds)."""
     out = []
     for row in rows:
         if got := [c["whole"] - c["matmul"] for w in counted
