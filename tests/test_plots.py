@@ -265,7 +265,7 @@ def test_the_footers_and_legend_say_what_each_mark_is_made_of(res):
         assert re.findall(r"(worker \d+) left out \(canary (\w+)", text) == [
             (k, v["canary_kernel"]) for k, v in res["canary"]["left_out"].items()]
     m = re.search(r"hatched: the ops' (\d+)th percentiles, summed, of the kept of (\d+) samples per "
-                  r"T from (\d+) "
+                  r"T, each T in turn, from (\d+) "
                   r"default-heap process \(set aside: ((?:\d+(?: \(none kept: all feed\))?(?:, )?)+)\)",
                   said(bars))
     assert (int(m[1]), int(m[2]), int(m[3])) == (100 * res["estimators"]["process_quantile"],

@@ -57,11 +57,11 @@ def test_the_comparisons_never_read_the_sweep_s_times():
     assert b["sweep_softmax_ns_per_element"] == pytest.approx(3 * a["sweep_softmax_ns_per_element"])
 
 
-def test_a_slow_spell_in_one_round_of_the_passes_does_not_reach_their_figures(monkeypatch):
-    """Each call's figure is the fastest of CALL_ROUNDS rounds over every call: a spell that
-    slows exp's batch ten times in the first round, or the copy's in the last, leaves both at the
-    level of the other rounds."""
-    rounds = perf.CALL_ROUNDS
+def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(monkeypatch):
+    """Each call's figure is the fastest of its CALL_REPEATS batches, taken in turn with every
+    other call's: a spell that slows exp's first batch ten times, or the copy's last, leaves both
+    at the level of their other batches."""
+    rounds = perf.CALL_REPEATS
     seen = {}
 
     def run_for(fn, min_time):  # one call per batch, 1 ms, but the spell's

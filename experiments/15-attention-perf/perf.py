@@ -491,7 +491,7 @@ def plot_perf(res):
     dflt_row, q = res["sweep_default_heap"][0], res["estimators"]["process_quantile"]
     aside = ", ".join(f"{r['samples_set_aside']}{all_feed(r)}" for r in res["sweep_default_heap"])
     low = footer(fig, res, "bars", f"hatched: the ops' {100 * q:.0f}th percentiles, summed, of the "
-                 f"kept of {dflt_row['sample_count']} samples per T from "
+                 f"kept of {dflt_row['sample_count']} samples per T, each T in turn, from "
                  f"{dflt_row['processes_sampled']} default-heap process (set aside: {aside})")
     fig.tight_layout(rect=(0, low, 1, 0.9))
     unclutter(fig, labels)
@@ -654,7 +654,7 @@ def draw_points(ax, res, pts):
 
 
 def plot_roofline(res):
-    """Block D: each op at each T on this machine's roofline, on axes that span the data; Phase
+    """Block D: each op at each T on the run's roofline, on axes that span the data; Phase
     27's preview: the fused op measured, and the roof where its bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
     meas, flash = pv["measured"], pv["without_materialising_A"]
@@ -686,7 +686,7 @@ def plot_roofline(res):
     ax.set(xscale="log", yscale="log", xlim=(x_lo, x_hi), ylim=(y_lo, y_hi),
            xlabel="arithmetic intensity (FLOP/byte, the lab's byte counts)",
            ylabel="GFLOPS (the lab's FLOPs / time_s)")
-    ax.set_title("Attention ops on this machine's roofline (colour: op; ring size: T)", fontsize=11)
+    ax.set_title("Attention ops on the run's roofline (colour: op; ring size: T)", fontsize=11)
     ax.grid(True, which="major", color="0.92")
     reps = [lv["repeats"] for k, lv in c["levels"].items() if k != "DRAM"]
     caches = f"; a cache level's of {min(reps)} repeats" if reps else ""  # none known: DRAM alone
@@ -1310,7 +1310,7 @@ def canary_checks(rows, n_workers, left_out):
                 f"{len(both)} of the {n_workers} workers ran both canary kernels slow (over "
                 f"{BOTH_KERNELS_SLOW}x the others' fast side, one over {PROCESS_SLOW}x) for nearly "
                 f"their whole life: {who}; half or more",
-                "the machine ran slow for a long stretch, or these processes sat in a slow state "
+                "the machine ran slow for a long spell, or these processes sat in a slow state "
                 "of their own (rerun later), or it has cores of two speeds (performance and "
                 "efficiency cores) and these processes ran on the slow ones: "
                 f"{PIN_FAST.get(platform.system(), PIN_FAST['Linux'])} and rerun",
@@ -1370,7 +1370,7 @@ def cooperation_finding(windows, threads_ran):
 # ceilings' copies use too): Block E's comparisons of what each costs, never inputs to time_s.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_ROUNDS = 3           # rounds of every call in turn, the fastest taken (assumed: noise adds)
+CALL_REPEATS = 3          # each call's batches (by hand), all in turn; the fastest: noise adds
 
 
 def copy_buffers(nbytes):
@@ -1386,7 +1386,7 @@ def calls_at(T, task, mha):
     """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
     passes (at_T), each pass also on as many rows of S as mask_add's three arrays fit in
     cache_budget_bytes (in_cache; no pass touches more) and as one thread's copy of its bytes
-    (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of CALL_ROUNDS
+    (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS
     batches in turn (a spell within a round spoils one batch)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
@@ -1409,7 +1409,7 @@ def calls_at(T, task, mha):
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
         out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_ROUNDS), fns.items()):  # in turn
+    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
         n, batch_s = run_for(fn, CALL_MIN_TIME)
         out[name][kind] = min(out[name][kind], batch_s / n)
     return out
