@@ -1370,7 +1370,7 @@ def cooperation_finding(windows, threads_ran):
 # ceilings' copies use too): Block E's comparisons of what each costs, never inputs to time_s.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_REPEATS = 3          # each call's batches (by hand), all in turn; the fastest: noise adds
+CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); the fastest taken
 
 
 def copy_buffers(nbytes):
@@ -1387,7 +1387,7 @@ def calls_at(T, task, mha):
     passes (at_T), each pass also on as many rows of S as mask_add's three arrays fit in
     cache_budget_bytes (in_cache; no pass touches more) and as one thread's copy of its bytes
     (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS
-    batches in turn (a spell within a round spoils one batch)."""
+    batches, taken in turn with every other call's (a short spell spoils one of them)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
     S = scores(Q, K, h)
@@ -1456,8 +1456,8 @@ SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no 
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
-    """GB/s of `reps` repeats of a copy, np.copyto of N floats: 8 N bytes by the lab's count (a
-    write-allocate's read left out); on more Python threads, a slice each (assumed: no GIL held)."""
+    """GB/s of `reps` repeats of np.copyto of N floats: 8 N bytes, each read or written once (a
+    write-allocate's read left out); on more Python threads, a slice each (assumed: GIL freed)."""
     (src, dst), N = buffers, buffers[0].size
     slices = [slice(i * N // n_threads, (i + 1) * N // n_threads) for i in range(n_threads)]
     with ThreadPoolExecutor(n_threads) if n_threads > 1 else contextlib.nullcontext() as executor:
