@@ -61,12 +61,12 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
     """Each call's figure is the fastest of its CALL_REPEATS batches, taken in turn with every
     other call's: a spell that slows exp's first batch ten times, or the copy's last, leaves both
     at the level of their other batches."""
-    rounds = perf.CALL_REPEATS
+    repeats = perf.CALL_REPEATS
     seen = {}
 
     def run_for(fn, min_time):  # one call per batch, 1 ms, but the spell's
         k = seen[fn] = seen.get(fn, 0) + 1
-        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == rounds)
+        spell = (fn is exp_at and k == 1) or (isinstance(fn, functools.partial) and k == repeats)
         return 1, (10e-3 if spell else 1e-3)
 
     monkeypatch.setattr(perf, "run_for", run_for)
@@ -84,6 +84,6 @@ def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(m
 
     monkeypatch.setattr(perf, "softmax_pass_calls", passes)
     rec = perf.calls_at(64, task, mha)
-    assert rounds >= 2 and all(seen[fn] == rounds for fn in seen)
+    assert repeats >= 2 and all(seen[fn] == repeats for fn in seen)
     assert rec["exp"]["at_T"] == 1e-3 and {rec[p]["copy"] for p in perf.PASSES} == {1e-3}
     assert set(rec["scores"]) == {"whole", "matmul"} and rec["exp_float64"]["in_cache"] == 1e-3
