@@ -154,7 +154,7 @@ def test_the_scaling_and_passes_mirror_the_ops_and_count_their_bytes():
     # takes what its op took.
     ops = forward_by_op(*inputs(64))
     calls, S = perf.scores_calls(*ops["scores"][0]), ops["scores"][1]
-    for got in (calls["whole"](), calls["matmul"]() / 4.0):  # sqrt(d_k), d_k = 16
+    for got in (calls["scores", "whole"](), calls["scores", "matmul"]() / 4.0):  # sqrt(d_k) = 4
         np.testing.assert_allclose(got, S, rtol=1e-6)  # a BLAS: equal to rounding
     calls, (Z, m, D, E, s) = perf.softmax_pass_calls(*ops["softmax"][0])
     assert list(calls) == list(perf.PASSES)

@@ -204,6 +204,25 @@ def test_what_the_verdict_and_the_ceilings_use_lies_in_the_stretches_the_map_nam
                 | reached_in_part_two(tree, moved, ROOTS[3])) == 3
 
 
+def spelled_in_part_two(tree, part_ii):
+    """Every string constant of Part II's statements."""
+    return {c.value for s in tree.body if s.lineno > part_ii for c in ast.walk(s)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+
+def test_the_harness_spells_none_of_the_calls_it_takes_apart():
+    """Question 3's map has no harness in it: the harness sizes and keys the calls it takes apart
+    by Block A's calls and Block D's tables, never spelling scores, the softmax or a call's name."""
+    call_arrays = next(ast.literal_eval(s.value) for s in TREE.body
+                       if "CALL_ARRAYS" in defined(s) and isinstance(s, ast.Assign))
+    names = set(call_arrays) | {"scores", "softmax"}
+    assert spelled_in_part_two(TREE, PART_II) & names == set()
+    # It can fail: mask_add's bytes looked up by name, as calls_at once did.
+    spelled = SOURCE.replace("max(call_bytes(T, task[\"d_model\"], 1, PASS_ARRAYS).values())",
+                             "call_bytes(T, task[\"d_model\"], 1)[\"softmax/mask_add\"]")
+    assert spelled_in_part_two(ast.parse(spelled), PART_II) & names == {"softmax/mask_add"}
+
+
 def test_the_bench_scripts_name_only_what_perf_py_defines():
     """tests/bench's scripts are not collected (they measure): a rename in perf.py must still not
     break them unseen. Each parses, and every perf.<name> it reads exists."""

@@ -8,7 +8,7 @@ code measured is naive on purpose (tuning it is Phase 27's); the measurement is 
 
 Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
 calls it (a worker's watched samples, quiet or disturbed, the ops taken apart, the ceilings, the
-workers, the machine, a run, --compare, the command line). Where:
+workers, the machine, a run, --compare, the command line) and hands it what Block E reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
@@ -92,14 +92,13 @@ class UsageError(Exception):
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, or a new class if it is neither T² nor a
 # projection; its colour, function, both forwards; split from scores or the softmax, their calls
-# taken apart, Blocks E and F's answers on them, the harness's "softmax/mask_add" sizes), Block D's
-# tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused), tests that spell
-# the five (synthetic, test_model, test_costs), a new chain.
+# taken apart, Blocks E and F's answers on them), Block D's tables (forward_arrays, op_cost,
+# OP_ARRAYS, CALL_ARRAYS, by which the harness sizes its calls; FLASH_ARRAYS if fused), tests that
+# spell the five (synthetic, test_model, test_costs), a new chain.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
-PALETTE = ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3", "#937860", "#DA8BC3")
-COLORS = dict(zip(OPS, PALETTE))  # an op's colour, in OPS's order (two to spare)
+COLORS = dict(zip(OPS, ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3"), strict=True))
 
 
 def init_mha(d_model=64, n_heads=4, seed=0):
@@ -197,10 +196,11 @@ def attention_forward_timed(x, mha, mask=None):
 
 
 def scores_calls(Q, K, h):
-    """scores whole, and its matmul alone as scores spells it, to time apart (never time_s's): the
-    difference is the scaling pass as the forward runs it (in place if numpy elides temporaries)."""
-    return {"whole": functools.partial(scores, Q, K, h),
-            "matmul": lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
+    """scores whole and its matmul alone, keyed (op, call), to time apart (never time_s's): their
+    difference taken as the scaling pass (assumed: the matmul costs in scores what it costs alone;
+    in place if numpy elides temporaries)."""
+    return {("scores", "whole"): functools.partial(scores, Q, K, h),
+            ("scores", "matmul"): lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
 
 
 def softmax_pass_calls(S, mask):
@@ -223,10 +223,10 @@ def softmax_pass_calls(S, mask):
 # lab asks; calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
-# before and after the batch (watched), and on one BLAS thread `follows`, the index of the sample
-# it follows (after_sample); in the parent, after every worker: canary_ratio, the canary around it
-# over its process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th
-# sample of every T (interleave: the Ts in a rotating order, else each T's rounds in turn).
+# around it (watched: the one before, the last batch's after), on one BLAS thread `follows`, the
+# sample it follows (after_sample); in the parent: canary_ratio, the canary around it over its
+# process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th sample of
+# every T (interleave: the Ts in a rotating order, else each T's in turn), rounds: make_plan's.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -535,9 +535,10 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASSES = [call.split("/")[1] for call in CALL_ARRAYS if call.startswith("softmax/")]  # in order
-# The arrays each op reads or writes as naive numpy runs it, each once: its footprint, by which
-# place_on_roofline sets it under a cache level's roof (assumed: it then runs at that copy rate).
+PASS_ARRAYS = {c.split("/")[1]: arrays for c, arrays in CALL_ARRAYS.items() if c[:8] == "softmax/"}
+PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
+# Each op's arrays, each once (scores' P and S both: numpy may scale P in place): its footprint, by
+# which place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -555,7 +556,7 @@ FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    inside the ridge's range) and the smallest level's its working set fits (level_bound)."""
+    inside the ridge's range) and the smallest level its working set fits in (level_bound)."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_range"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
@@ -817,8 +818,8 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 def scores_scale_times(rows, counted):
     """scores' scaling pass (/ sqrt(d_k), one more pass over S) at each T, as the forward runs it
-    (in place, where numpy elides the matmul's temporary): scores less its matmul alone, per
-    process (two fastest batches: no interval); the median over the processes (seconds)."""
+    (in place, where numpy elides the matmul's temporary), taken as scores less its matmul alone per
+    process (two fastest batches: no interval; scores_calls' assumption); the processes' median."""
     out = []
     for row in rows:
         if got := [c["whole"] - c["matmul"] for w in counted
@@ -998,7 +999,7 @@ def cpufreq_MHz(dirs):
 
 def preemptions():
     """Involuntary context switches of this process so far, summed over its threads by Linux's
-    getrusage, BLAS's included; None off Linux."""
+    getrusage, BLAS's included; None off Linux (PREEMPT_LIMIT was set by hand on Linux's count)."""
     linux = platform.system() == "Linux"
     return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw if linux else None
 
@@ -1056,7 +1057,7 @@ def measuring(task):
 # Quiet or disturbed, once every worker has ended: (1) which samples and processes feed time_s
 # (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
 # (mark_samples, set_aside), a process it read slow nearly all its life left out (slow_processes),
-# pool_row pools the rest; (2) the verdict (the governor, the threads: report's warnings only).
+# pool_row pools the rest; (2) the verdict (the governor's setting, the threads: report's warnings).
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
@@ -1384,23 +1385,22 @@ def copy_buffers(nbytes):
 
 def calls_at(T, task, mha):
     """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
-    passes (at_T), each pass also on as many rows of S as mask_add's three arrays fit in
-    cache_budget_bytes (in_cache; no pass touches more) and as one thread's copy of its bytes
-    (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of CALL_REPEATS
-    batches, taken in turn with every other call's (a short spell spoils one of them)."""
+    passes (at_T), each pass also on as many rows of S as the largest pass's arrays fit in
+    cache_budget_bytes (in_cache) and as one thread's copy of its bytes (copy); at FOCUS_T, exp in
+    cache in float64. Seconds per call: the fastest of CALL_REPEATS batches, taken in turn with
+    every other call's (a short spell spoils one of them)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
     S = scores(Q, K, h)
-    query_bytes = call_bytes(T, task["d_model"], 1)["softmax/mask_add"] // T  # S's, mask's, Z's
+    query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
     (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"])
-    src, dst = copy_buffers(max(n_bytes[f"softmax/{p}"] for p in PASSES))
-    fns = {("scores", kind): fn for kind, fn in scores_calls(Q, K, h).items()}
-    for p in PASSES:
-        n_floats = n_bytes[f"softmax/{p}"] // 8
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
+    src, dst = copy_buffers(max(n_bytes.values()))
+    fns = scores_calls(Q, K, h)
+    for p, n_floats in ((p, nbytes // 8) for p, nbytes in n_bytes.items()):
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
                     (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
     if T == FOCUS_T:
@@ -1416,15 +1416,15 @@ def calls_at(T, task, mha):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ceilings, all here: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
+# The ceilings: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
 # (read_ceilings; pi then goes untimed, the copies never do), else timed here. Who: the first
 # CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and calls_at
-# (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (its rate,
-# not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU too),
-# between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
+# (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (measuring's;
+# its rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU
+# too), between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
 # (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
 # counted workers (not left out by judge_processes; none timed any: all), with quantile_estimate's
-# interval (Block B), or Phase 1's number in its place; then the ridge, pi / beta (with_ridge).
+# interval (Block B), or Phase 1's number in its place; then the ridge, pi/beta (with_ridge).
 
 def read_ceilings(roofline=None):
     """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
@@ -1491,7 +1491,7 @@ def copy_levels(hardware, dram_bytes=None):
     llc = max(caches.values(), default=8 << 20)
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
                      "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
-    dram = dram_bytes or min(max(128 << 20, 4 * llc), COPY_MAX_BYTES)
+    dram = min(dram_bytes or max(128 << 20, 4 * llc), COPY_MAX_BYTES)
     return levels | {"DRAM": {"capacity_bytes": None, "bytes": dram, "shared": True,
                               "past_llc": dram > llc if caches else None, "half_bytes": dram // 2}}
 
@@ -1827,7 +1827,7 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
     arr = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(arr.values()) + arr["A"] // 2 \
-        + call_bytes(max(Ts), d_model, n_heads)["softmax/mask_add"]
+        + max(call_bytes(max(Ts), d_model, n_heads, PASS_ARRAYS).values())
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
 
