@@ -288,7 +288,8 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
     assert hw["numpy_softmax_kernels"] == ({  # the softmax's five ufuncs, none other
         "add": "baseline(NEON)", "maximum": "baseline(NEON)", "subtract": "baseline(NEON)",
         "exp": arm, "divide": arm} if KERNEL_QUERY else None)
-    # What a Mac cannot tell: the hypervisor's steal, the preemptions, the governor; unknown.
+    # What this script does not read on a Mac: the hypervisor's steal, the preemptions, the
+    # governor; unknown.
     assert {"steal_fraction", "preemptions_per_s", "governor_or_turbo_changed"} <= set(
         res["conditions"]["unknown"])
     # and the run's last lines say so beside its verdict: quiet means no other check failed

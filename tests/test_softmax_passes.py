@@ -59,8 +59,9 @@ def test_the_comparisons_never_read_the_sweep_s_times():
 
 def test_a_slow_spell_in_one_repeat_of_the_passes_does_not_reach_their_figures(monkeypatch):
     """Each call's figure is the fastest of its CALL_REPEATS batches, taken in turn with every
-    other call's: a spell that slows exp's first batch ten times, or the copy's last, leaves both
-    at the level of their other batches."""
+    other call's: a spell that slows exp's first batch ten times, or the last batch of each
+    functools.partial (the copies, scores whole, float64's exp), leaves each call at the level of
+    its other batches."""
     repeats = perf.CALL_REPEATS
     seen = {}
 
