@@ -156,7 +156,8 @@ def test_the_scaling_and_passes_mirror_the_ops_and_count_their_bytes():
     calls, S = perf.scores_calls(*ops["scores"][0]), ops["scores"][1]
     for got in (calls["scores", "whole"](), calls["scores", "matmul"]() / 4.0):  # sqrt(d_k) = 4
         np.testing.assert_allclose(got, S, rtol=1e-6)  # a BLAS: equal to rounding
-    calls, (Z, m, D, E, s) = perf.softmax_pass_calls(*ops["softmax"][0])
+    calls, data = perf.softmax_pass_calls(*ops["softmax"][0])
+    Z, m, D, E, s = (data[k] for k in "ZmDEs")
     assert list(calls) == list(perf.PASSES)
     np.testing.assert_array_equal(E / s, ops["softmax"][1])
     np.testing.assert_array_equal(calls["divide"](), ops["softmax"][1])

@@ -90,14 +90,14 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, or a new class if it is neither T² nor a
-# projection; its colour, function, both forwards; split from scores or the softmax, their calls
-# taken apart, Blocks E and F's answers on them), Block D's tables (forward_arrays, op_cost,
-# OP_ARRAYS, CALL_ARRAYS, by which the harness sizes its calls; FLASH_ARRAYS if fused), tests that
-# spell the five (synthetic, test_model, test_costs), a new chain.
+# The ops. A sixth op touches this Block (these tuples, a new class if neither T² nor a projection;
+# its colour, function, both forwards; split from scores or the softmax, its calls taken apart and
+# Blocks E and F's answers), Block D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS,
+# which size the harness's calls; FLASH_ARRAYS if fused), tests (synthetic, test_model, test_costs).
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
-PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; every op is one or the other
+PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
+THREADS_OP = "av"  # whose threads the harness judges: a T² matmul, BLAS's alone (no scaling pass)
 COLORS = dict(zip(OPS, ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3"), strict=True))
 
 
@@ -197,15 +197,14 @@ def attention_forward_timed(x, mha, mask=None):
 
 def scores_calls(Q, K, h):
     """scores whole and its matmul alone, keyed (op, call), to time apart (never time_s's): their
-    difference taken as the scaling pass (assumed: the matmul costs in scores what it costs alone;
-    in place if numpy elides temporaries)."""
+    difference taken as the scaling pass (assumed: the matmul costs there what it costs alone)."""
     return {("scores", "whole"): functools.partial(scores, Q, K, h),
             ("scores", "matmul"): lambda: split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1)}
 
 
 def softmax_pass_calls(S, mask):
     """softmax(S, mask) as naive numpy runs it, taken apart to time (never time_s's): {pass: its
-    call, on the data the pass before made}, and those data (Z, m, D, E, s)."""
+    call, on the data the pass before made}, and those data by name (Z, m, D, E, s)."""
     Z = S + mask
     m = Z.max(axis=-1, keepdims=True)
     D = Z - m
@@ -213,7 +212,8 @@ def softmax_pass_calls(S, mask):
     s = E.sum(axis=-1, keepdims=True)
     return {"mask_add": lambda: S + mask, "max": lambda: Z.max(axis=-1, keepdims=True),
             "subtract": lambda: Z - m, "exp": lambda: np.exp(D),
-            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, (Z, m, D, E, s)
+            "sum": lambda: E.sum(axis=-1, keepdims=True), "divide": lambda: E / s}, dict(
+        Z=Z, m=m, D=D, E=E, s=s)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -551,7 +551,7 @@ def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
 
 
 working_set = functools.partial(call_bytes, table=OP_ARRAYS)
-FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written (Phase 27)
+FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written: the ideal
 
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
@@ -570,8 +570,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
                  dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
                  time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
-                 working_set_bytes=ws[op], level=level,
-                 level_roof_GFLOPS=min(pi, level_beta * I),
+                 working_set_bytes=ws[op], level=level, level_roof_GFLOPS=min(pi, level_beta * I),
                  level_bound="memory" if I < pi / level_beta else "compute")
 
 
@@ -886,8 +885,8 @@ def make_manifest(results):
 # A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
 # watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
 # faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
-# every worker, the parent (canary_reference: judge_processes). A sample: Block B's banner. The
-# OS is read through the helpers first here (under SYSROOT on Linux: tests simulate machines).
+# every worker, judge_processes in the parent (canary_reference). A sample: Block B's banner. The OS
+# is read through the helpers first here (under SYSROOT on Linux: tests simulate machines).
 
 SYSROOT = Path("/")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -950,7 +949,8 @@ def make_canary():
 
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
-    after]}); the after is the next batch's before (between: an untimed forward, or timer pairs)."""
+    after]}); the after is the next batch's before (between: reads of faults and MHz, any timer
+    pairs or one-thread batch, a new T's untimed forward)."""
     before = canary["readings"][-1]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n = run_for(fn, min_time)[0]
@@ -1154,7 +1154,7 @@ def pool_sweep(Ts, counted, default_heap_worker):
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its other kernel, too,
                           # exceeds the others' this much (set by hand); the check needs half
-COOPERATION_LIMIT = 0.90  # av on all BLAS threads under 90 % of one thread's time (last window)
+COOPERATION_LIMIT = 0.90  # THREADS_OP's time on all BLAS threads < 0.9 x on one (its last window)
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches a second, all worker processes' sampling
@@ -1346,21 +1346,21 @@ def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, ro
 
 
 def cooperation_finding(windows, threads_ran):
-    """Do the BLAS threads help av at the largest T with a window (Block E's threading_windows)?
+    """Do the BLAS threads help THREADS_OP at the largest T with a window (threading_windows)?
     Beside the verdict (run_lab adds it); one thread advised only if faster in the same windows."""
-    window = windows[-1] if windows else {"T": None, "threads_over_one": {"av": None}}
-    ratio, applies = window["threads_over_one"]["av"], bool(threads_ran and threads_ran > 1)
+    window = windows[-1] if windows else {"T": None, "threads_over_one": {THREADS_OP: None}}
+    ratio, applies = window["threads_over_one"][THREADS_OP], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT,
            "holds": None if ratio is None or not applies else ratio <= COOPERATION_LIMIT}
     if out["holds"] is not False:
         return out
     return {**out, "finding": f"{threads_ran} BLAS threads took {ratio:.2f}x one thread's time "
-            f"on av at T = {window['T']} (the median of {window['pairs']} pairs; limit "
-            f"{COOPERATION_LIMIT}): the threads " + (
-                "slowed av here" if ratio > 1 else "barely helped av here"), "advice": (
+            f"on {THREADS_OP} at T = {window['T']} (the median of {window['pairs']} pairs; limit "
+            f"{COOPERATION_LIMIT}): the threads {'slowed' if ratio > 1 else 'barely helped'} "
+            f"{THREADS_OP} here", "advice": (
                 "here one thread was faster in the same windows (threading_windows): try "
-                "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the classes of "
-                "scores and av move with it, so compare such a run only with other one-thread runs"
+                "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes "
+                "move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
@@ -1404,7 +1404,7 @@ def calls_at(T, task, mha):
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
                     (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
     if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data[2].astype("f8"))
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data["D"].astype("f8"))
     out = {"in_cache_queries": n_queries}
     for (name, kind), fn in fns.items():  # each once, untimed
         fn()
@@ -1515,7 +1515,7 @@ def ceiling_plan(quick, hardware, n_workers, time_pi):
 
 
 def time_ceilings(spec, min_time):
-    """This worker's repeats of every ceiling, after its samples, the canary judging none: each
+    """Every ceiling's repeats, after the samples, unwatched (a left-out worker's all go): each
     level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
     for name, lv in spec["levels"].items():
@@ -2029,10 +2029,10 @@ def compare_facts(a, b, T):
         ("BLAS threads", lambda r: r["threads"]["blas_threads"], True, None, None),
         ("heap", lambda r: r["heap"]["mode"], False, None, None),
         ("run conditions", lambda r: r["conditions"]["verdict"], False, None, None),
-        ("threads over one thread (av)", lambda r: (w := window(r)) and
-         w["threads_over_one"]["av"], True, MACHINE_LIMIT, None),
-        (f"one thread, av at T={T} (ms)", lambda r: (w := window(r)) and
-         1e3 * w["one_thread_s"]["av"], True, MACHINE_LIMIT, None),
+        (f"threads over one thread ({THREADS_OP})", lambda r: (w := window(r)) and
+         w["threads_over_one"][THREADS_OP], True, MACHINE_LIMIT, None),
+        (f"one thread, {THREADS_OP} at T={T} (ms)", lambda r: (w := window(r)) and
+         1e3 * w["one_thread_s"][THREADS_OP], True, MACHINE_LIMIT, None),
         ("DRAM copy, one thread (GB/s)", lambda r: r["ceilings"]["levels"]["DRAM"]["GBps_1thread"],
          True, MACHINE_LIMIT, None),
         ("beta (GB/s)", lambda r: r["ceilings"]["beta_peak_GBps"], True, MACHINE_LIMIT, None),
