@@ -256,7 +256,7 @@ def test_a_worker_s_result_holds_the_keys_the_watch_s_banner_lists_and_no_other(
         "[str(T)]", ""))
     listed = {k for _, keys in groups for k in re.findall(r"\w+", keys)} - {"and", "any"}
     assert [g for g, _ in groups] == ["measuring", "watched_samples", "worker_job", "parent"]
-    assert listed == set(w) | set(w["by_T"]["64"]) | {"canary_reference", "judge_processes"}
+    assert listed == set(w) | set(w["by_T"]["64"]) | {"canary_reference"}
     written = {"heap", "blas_threads", "ended", "cpu_s", "started", "sampling_s", "preempted",
                "MHz", "canary_readings", "by_T", "apart", "ceiling_rates", "label"}
     assert set(w) == written and set(w["by_T"]["64"]) == {"samples", "faults", "timer_ratios",
