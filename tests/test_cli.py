@@ -472,11 +472,15 @@ def test_import_has_no_side_effects(tmp_path):
 
 def test_workers_that_ran_other_blas_threads_than_the_parent_are_warned_of():
     res = {"threads": {"blas_threads": 2, "asked": 2, "asked_by": "default"},
-           "hardware": {"physical_cores": 2, "logical_cpus": 2},
+           "hardware": {"physical_cores": 2, "logical_cpus": 2,
+                        "cpu_governor_at_run": "unavailable"},
            "worker_processes": [{"blas_threads": 2}, {"blas_threads": 2}]}
-    assert perf.threads_warning(res) is None
+    assert perf.run_warnings(res) == []
     res["worker_processes"][1]["blas_threads"] = 1
-    assert perf.threads_warning(res) == "the workers ran 1 BLAS threads, the parent 2"
+    assert perf.run_warnings(res) == ["threads: the workers ran 1 BLAS threads, the parent 2"]
+    # and a governor not the lab's after it, a line of its own
+    res["hardware"]["cpu_governor_at_run"] = "schedutil"
+    assert perf.run_warnings(res)[1].startswith("governor: 'schedutil', not 'performance'")
 
 
 def test_a_value_json_cannot_hold_fails_the_run_in_one_line(tmp_path, monkeypatch, capsys):

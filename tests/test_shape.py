@@ -187,7 +187,7 @@ def reached_in_part_two(tree, source, roots):
 
 # The harness's entry to questions 4 and 5 (keys 3 and 4: counted from 0): what judges, what
 # times and what combines.
-ROOTS = {3: ("judge_processes", "judge_run", "watched_samples", "machine_watched"),
+ROOTS = {3: ("judge_processes", "judge_run", "run_warnings", "watched_samples", "machine_watched"),
          4: ("read_ceilings", "ceiling_plan", "time_ceilings", "combine_ceilings")}
 
 

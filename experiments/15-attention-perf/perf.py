@@ -19,8 +19,8 @@ workers, the machine, a run, --compare, the command line) and hands it what Bloc
   softmax_pass_calls), and Blocks D to F (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS,
   FLASH_ARRAYS; Blocks E and F's answers on scores and the softmax, analyse, make_manifest);
 - quiet or disturbed: the watch and "Quiet or disturbed", one stretch (watched_samples;
-  judge_processes, the checks, judge_run), and the machine with the run after it (machine_facts,
-  thread_record; run_lab, which calls the last two);
+  judge_processes, the checks, judge_run, run_warnings), and the machine with the run after it
+  (machine_facts, thread_record; run_lab, which calls the last two);
 - beta and pi: Block B's batch and interval (run_for, quantile_estimate), and one stretch from
   the ops taken apart to the machine: copy_buffers; the ceilings (read_ceilings, ceiling_plan,
   time_ceilings, combine_ceilings); the workers, who time them and when (make_plan, worker_job);
@@ -1057,7 +1057,7 @@ def measuring(task):
 # Quiet or disturbed, once every worker has ended: (1) which samples and processes feed time_s
 # (judge_processes, then pool_sweep): a sample the canary read slow around is set aside
 # (mark_samples, set_aside), a process it read slow nearly all its life left out (slow_processes),
-# pool_row pools the rest; (2) the verdict (the governor's setting, the threads: report's warnings).
+# pool_row pools the rest; (2) the verdict, and beside it the governor's setting, the threads.
 
 REFERENCE_QUANTILE = 0.10  # a process's canary reference: this quantile of its own readings
 SAMPLE_KERNEL = "exp"      # the kernel a sample is judged on (set by hand; a process, on both)
@@ -1148,13 +1148,13 @@ def pool_sweep(Ts, counted, default_heap_worker):
     return rows(counted), rows([default_heap_worker])
 
 
-# (2) The verdict (judge_run): checks, each a value against a limit, ok True, False or None (not
-# made); "quiet" if none failed, else "disturbed", with reasons, remedies; a finding beside it.
+# (2) The verdict (judge_run): checks (a value against a limit, ok True/False/None: not made);
+# "quiet" if none failed, else "disturbed" with reasons, remedies; beside: a finding, run_warnings.
 
 SET_ASIDE_LIMIT = 0.75    # at most this share of a T's samples set aside (fewer: a thin quantile)
 BOTH_KERNELS_SLOW = 1.25  # a left-out process counts against the run when its other kernel, too,
                           # exceeds the others' this much (set by hand); the check needs half
-COOPERATION_LIMIT = 0.90  # THREADS_OP's time on all BLAS threads < 0.9 x on one (its last window)
+COOPERATION_LIMIT = 0.90  # THREADS_OP's time on all BLAS threads <= 0.9 x on one (its last window)
 OTHERS_CPUS_LIMIT = 0.25  # CPUs that other processes may use beyond those the run leaves free
 STEAL_LIMIT = 0.02        # share of the CPU time the hypervisor may give to someone else
 PREEMPT_LIMIT = 50        # involuntary context switches a second, all worker processes' sampling
@@ -1363,6 +1363,30 @@ def cooperation_finding(windows, threads_ran):
                 "move with it, so compare such a run only with other one-thread runs"
                 if ratio > 1 else "one thread was not faster in the same windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
+
+
+def run_warnings(results):
+    """Beside the verdict, never in it: a governor not 'performance' (the lab's setting; cpufreq's
+    word, none: unavailable); BLAS threads that ran not as asked, one a core, the workers'."""
+    threads, hardware = results["threads"], results["hardware"]
+    ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
+    gov, parts = hardware["cpu_governor_at_run"], []
+    warn = [f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower frequency-set "
+            "-g performance"] * (gov not in ("performance", "unavailable"))
+    if ran is None:
+        return ["threads: threadpoolctl sees no BLAS library: the thread count is not controlled",
+                *warn]
+    if asked not in (None, ran):
+        parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
+                     + (" (as many as the CPUs)" if ran == hardware["logical_cpus"] < asked
+                        else ""))
+    if ran != cores:
+        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
+            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for one "
+            "thread per core (--threads or OMP_NUM_THREADS)")
+    if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
+        parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
+    return [f"threads: {'; '.join(parts)}"] * bool(parts) + warn
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1777,7 +1801,7 @@ def machine_facts(freq):
 def thread_record(flag, hardware):
     """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
     imposed (None: as the environment set them), and that ran in this process, the parent (each
-    worker records its own: threads_warning compares); the BLAS libraries seen."""
+    worker records its own: run_warnings compares); the BLAS libraries seen."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
         imposed, asked, asked_by = flag, flag, "flag: --threads"
@@ -1792,26 +1816,6 @@ def thread_record(flag, hardware):
         blas = blas_info()
     return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
             "imposed": imposed, "asked_by": asked_by}, blas
-
-
-def threads_warning(results):
-    """One line where the BLAS threads that ran are not those asked, one a core, the workers'."""
-    threads, hardware = results["threads"], results["hardware"]
-    ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
-    if ran is None:
-        return "threadpoolctl sees no BLAS library: the thread count is not controlled"
-    parts = []
-    if asked not in (None, ran):
-        parts.append(f"{asked} BLAS threads were asked for ({threads['asked_by']}) and {ran} ran"
-                     + (" (as many as the CPUs)" if ran == hardware["logical_cpus"] < asked
-                        else ""))
-    if ran != cores:
-        parts.append(f"{ran} BLAS threads on {cores} physical cores: " + (
-            "hyper-thread siblings share a core; " if ran > cores else "") + "the lab asks for one "
-            "thread per core (--threads or OMP_NUM_THREADS)")
-    if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
-        parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
-    return "; ".join(parts) or None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2149,12 +2153,8 @@ def parse_args(argv):
 def report(results, out):
     """A run's end: its files, what to know before trusting it, its numbers, its --compare line."""
     print(f"\nwrote results.json, manifest.json, perf.png, roofline.png to {out}")
-    warn = [f"threads: {t}"] if (t := threads_warning(results)) else []
-    if (gov := results["hardware"]["cpu_governor_at_run"]) not in ("performance", "unavailable"):
-        warn.append(f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower "
-                    "frequency-set -g performance")
-    warn += [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
-             for f in results["conditions"]["failed"]]
+    warn = run_warnings(results) + [f"disturbed run: {f['reason']}\n  what to do: {f['remedy']}"
+                                    for f in results["conditions"]["failed"]]
     found = results["conditions"]["findings"]
     notes = [f"{k} left out: {v['canary_kernel']} canary x{v['ratio']:.1f} the others' fast side; "
              f"figures from {processes_feeding(results)} of {results['config']['workers']}"
