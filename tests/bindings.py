@@ -1,8 +1,9 @@
 """Which value each figure of the write-up quotes: per document, a phrase with {} where the figure
 stands, and how the figure is read off the committed run's results.json (r) and manifest.json (m)
-and its reruns (reruns.json: RERUNS), formatted as the text prints it. A figure is a number or a
-count, never a word or a sentence chosen from the JSON. test_docs.py finds every phrase verbatim
-and lets no other number of the prose go unbound, except the lab's own vocabulary in STRUCTURAL.
+and its reruns (reruns.json: RERUNS), formatted as the text prints it. A figure is a number, a
+count, or a word the JSON holds (a verdict, a cache level, a kernel), never a sentence chosen from
+it. test_docs.py finds every phrase verbatim and lets no other number of the prose go unbound,
+except what STRUCTURAL names: the lab's own vocabulary and figures, and the project's names.
 CLAIMS hold the words that state a property (a count, a rule, a share and of what, a cause), each
 with what makes it true; rebind.py prints those a new run no longer bears out.
 

@@ -1,5 +1,7 @@
 """Every claim of the write-up can fail: for each, some mutation of the committed run and its
-reruns (one fact of the runs changed, as a run could have come out) makes its predicate false.
+reruns makes its predicate false: one fact of the runs changed, as a run could have come out, or
+(where a claim ties two facts, as β and the classes) one changed and the other held, to show the
+claim reads it.
 A claim that no mutation here moves is a constant, or tests something its sentence does not say:
 add the mutation its sentence invites, or rewrite the claim. A claim of the lab's formulas and
 figures (bindings.ARITHMETIC) holds on every run: it fails where perf.py's formula or figure
