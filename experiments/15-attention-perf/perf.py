@@ -1372,7 +1372,7 @@ def run_warnings(results):
     ran, asked, cores = threads["blas_threads"], threads["asked"], hardware["physical_cores"]
     gov, parts = hardware["cpu_governor_at_run"], []
     warn = [f"governor: '{gov}', not 'performance' as the lab asks: sudo cpupower frequency-set "
-            "-g performance"] * (gov not in ("performance", "unavailable"))
+            "-g performance"] if gov not in ("performance", "unavailable") else []
     if ran is None:
         return ["threads: threadpoolctl sees no BLAS library: the thread count is not controlled",
                 *warn]
@@ -1386,7 +1386,7 @@ def run_warnings(results):
             "thread per core (--threads or OMP_NUM_THREADS)")
     if others := sorted({w["blas_threads"] for w in results["worker_processes"]} - {ran}, key=str):
         parts.append(f"the workers ran {'/'.join(map(str, others))} BLAS threads, the parent {ran}")
-    return [f"threads: {'; '.join(parts)}"] * bool(parts) + warn
+    return ([f"threads: {'; '.join(parts)}"] if parts else []) + warn
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1424,9 +1424,9 @@ def calls_at(T, task, mha):
     n_bytes = call_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
     src, dst = copy_buffers(max(n_bytes.values()))
     fns = scores_calls(Q, K, h)
-    for p, n_floats in ((p, nbytes // 8) for p, nbytes in n_bytes.items()):
+    for p, size in n_bytes.items():
         fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:n_floats], src[:n_floats])})
+                    (p, "copy"): functools.partial(np.copyto, dst[:size // 8], src[:size // 8])})
     if T == FOCUS_T:
         fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data["D"].astype("f8"))
     out = {"in_cache_queries": n_queries}
