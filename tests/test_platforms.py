@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 import perf
+import synthetic
 
 ARGS = ["--quick", "--in-process", "--T", "64", "128", "--samples", "4", "--workers", "2"]
 
@@ -66,12 +67,8 @@ def lab_run(tmp_path, capsys, canary=steady_canary):
     """The run's results and manifest as written, and its warning lines; the pictures are not
     drawn (test_plots draws them)."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(perf, "png_bytes", lambda fig: b"")
-        m.setattr(perf, "CALL_MIN_TIME", 1e-4)  # the passes' figures are not what is tested here
         m.setattr(perf, "make_canary", canary)
-        for plot in ("plot_perf", "plot_roofline"):
-            m.setattr(perf, plot, lambda res: None)
-        perf.run_lab(perf.parse_args(ARGS + ["--out", str(tmp_path)]), ARGS)
+        synthetic.lab_run_unplotted(m, tmp_path, ARGS)
     res, man = (json.loads((tmp_path / f).read_text()) for f in ("results.json", "manifest.json"))
     assert [r["T"] for r in res["sweep"]] == [64, 128]
     capsys.readouterr()
@@ -93,7 +90,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     hw = res["hardware"]
     assert hw["cpu_model"].startswith("Intel(R) Core(TM) i5-8250U")
     assert (hw["vendor"], hw["family"], hw["model"]) == ("GenuineIntel", 6, 142)
-    assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
+    assert (hw["logical_cpus"], hw["physical_cores"]) == (8, 4)
     assert hw["caches"]["L3"]["size"] == "6144K" and not hw["virtualized"]
     f = hw["cpufreq_at_start"]
     assert (f["governor"], f["driver"], f["turbo"]) == ("powersave", "intel_pstate", "on")
@@ -237,7 +234,7 @@ def test_macos_no_proc_no_sys_no_glibc(tmp_path, capsys, monkeypatch):
     res, _, out = lab_run(tmp_path, capsys)
     hw = res["hardware"]
     assert hw["cpu_model"] == "i386"  # no sysctl answer (a failed call): platform's
-    assert (hw["logical_cpus"], hw["physical_cores"], hw["smt"]) == (8, 4, True)
+    assert (hw["logical_cpus"], hw["physical_cores"]) == (8, 4)
     assert {"caches", "governor", "warm_heap"} <= set(hw["unavailable"])
     assert hw["libc"] is None and res["heap"]["mode"] == "default"
     # A Mac counts a process's faults by getrusage: its count a forward, as the sample's forwards
@@ -281,8 +278,8 @@ def test_apple_silicon_runs_and_says_what_it_could_not_see(tmp_path, capsys, mon
     apple_silicon(monkeypatch, tmp_path)
     res, man, out = lab_run(tmp_path, capsys)
     hw = res["hardware"]
-    assert (hw["machine"], hw["cpu_model"], hw["physical_cores"], hw["smt"]) == (
-        "arm64", "Apple M2 Pro", 10, False)
+    assert (hw["machine"], hw["cpu_model"], hw["physical_cores"]) == (
+        "arm64", "Apple M2 Pro", 10)
     assert not any("AVX" in f or "X86" in f for f in hw["simd_flags"])  # of the features, found
     arm = "baseline(NEON NEON_FP16 NEON_VFPV4 ASIMD)"
     assert hw["numpy_softmax_kernels"] == ({  # the softmax's five ufuncs, none other

@@ -12,7 +12,7 @@ workers, the machine, a run, --compare, the command line) and hands it what Bloc
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
-  machine_around, watched_samples, measuring; mark_samples);
+  machine_around, watched_samples; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
@@ -23,8 +23,8 @@ workers, the machine, a run, --compare, the command line) and hands it what Bloc
   (machine_facts, thread_record; run_lab, which calls the last two);
 - beta and pi: Block B's batch and interval (run_for, quantile_estimate), and one stretch from
   the ops taken apart to the machine: copy_buffers; the ceilings (read_ceilings, ceiling_plan,
-  time_ceilings, combine_ceilings); the workers, who time them and when (make_plan, worker_job);
-  the caches' sizes (machine_facts).
+  time_ceilings, combine_ceilings); the workers, who time them, on which BLAS threads and when
+  (make_plan, measuring, worker_job); the caches' sizes (machine_facts).
 """
 
 import argparse
@@ -79,8 +79,8 @@ class UsageError(Exception):
 
 # ==============================================================================================
 # PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness
-# decides (which samples feed time_s) comes in as an argument; Block E reads the records it makes
-# (its banner says which), Block C's footer what it wrote in results.json; no name is Part II's.
+# decides (which samples feed time_s) comes in as an argument; Blocks D and E read the ceilings and
+# records it makes (their banners say which), Block C's footer results.json; no name is Part II's.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -91,9 +91,9 @@ class UsageError(Exception):
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, a new class if neither T² nor a projection;
-# its colour, function, both forwards; split from scores or the softmax, its calls taken apart and
-# Blocks E and F's answers), Block D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS,
-# which size the harness's calls; FLASH_ARRAYS if fused), tests (synthetic, test_model, test_costs).
+# its colour, function, both forwards; split from scores or the softmax, its calls taken apart, E's
+# and F's answers), Block D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS
+# if fused), tests (synthetic, test_model, test_costs) and every committed run, measured anew.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
@@ -135,9 +135,9 @@ def qkv_proj(x, mha):
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (a numpy that elides temporaries may reuse the first). math.sqrt gives a Python
-    # float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would under NumPy 2 promote
-    # all of S to float64).
+    # another (numpy may elide the two into one, only from 256 KiB: S's size at T = 128). math.sqrt
+    # gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would under NumPy
+    # 2 promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
 
@@ -500,7 +500,7 @@ def plot_perf(res):
 
 # ----------------------------------------------------------------------------------------------
 # Block D: what each array weighs and each op costs (the lab's formulas), each op placed on the
-# roofline of the ceilings the harness gives (beta, pi, their ridge: Phase 1's, else this run's).
+# roofline the harness gives (combine_ceilings' record: beta, pi, ridge, each cache level's copy).
 
 def forward_arrays(T, d_model, n_heads):
     """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
@@ -537,8 +537,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASS_ARRAYS = {c.split("/")[1]: arrays for c, arrays in CALL_ARRAYS.items() if c[:8] == "softmax/"}
 PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
-# Each op's arrays, each once (scores' P and S both: numpy may scale P in place): its footprint, by
-# which place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
+# Each op's arrays, once each (scores' P and S apart: no elision): its footprint, by which
+# place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -817,7 +817,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 def scores_scale_times(rows, counted):
     """scores' scaling pass (/ sqrt(d_k), one more pass over S) at each T, as the forward runs it
-    (in place, where numpy elides the matmul's temporary), taken as scores less its matmul alone per
+    (into the matmul's buffer where numpy elides it), taken as scores less its matmul alone per
     process (two fastest batches: no interval; scores_calls' assumption); the processes' median."""
     out = []
     for row in rows:
@@ -881,7 +881,7 @@ def make_manifest(results):
 # samples (sampling); the canary, a small fixed workload read between every two sample batches
 # (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
 # overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
-# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up (measuring).
+# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up: the workers' measuring.
 # A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
 # watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
 # faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
@@ -1005,52 +1005,25 @@ def preemptions():
 
 
 @contextlib.contextmanager
-def machine_around(rec, worker, dirs):
+def machine_around(rec, worker_rec, dirs):
     """Around one sample: its page faults (the canary's reading after it included; None where the
-    OS counts none) into its T's record, then the CPUs' mean MHz (cpufreq's `dirs`) into the
-    worker's record."""
+    OS counts none) into its T's record, rec; then the CPUs' mean MHz (`dirs`') into worker_rec."""
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
-    worker["MHz"].extend([sum(mhz) / len(mhz)] if (mhz := cpufreq_MHz(dirs)) else [])
+    worker_rec["MHz"].extend([sum(mhz) / len(mhz)] if (mhz := cpufreq_MHz(dirs)) else [])
 
 
 def watched_samples(task, mha):
     """A worker's samples (take_samples) with the hooks above, and around them the keys the banner
     above gives it: MHz, cpufreq's mean after each sample; preempted, None off Linux."""
     canary, switches, t0 = make_canary(), preemptions(), time.perf_counter()
-    worker, dirs = {"started": time.time(), "MHz": []}, CPUFREQ()  # the folders found once
-    worker["by_T"] = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
-                                  lambda rec: machine_around(rec, worker, dirs),
-                                  lambda i, args, rec: after_sample(task, i, args, rec, canary))
-    return {**worker, "sampling_s": time.perf_counter() - t0, "canary_readings": canary["readings"],
+    out, dirs = {"started": time.time(), "MHz": []}, CPUFREQ()  # the folders found once
+    out["by_T"] = take_samples(task, mha, lambda fn, t: watched(fn, t, canary),
+                               lambda rec: machine_around(rec, out, dirs),
+                               lambda i, args, rec: after_sample(task, i, args, rec, canary))
+    return {**out, "sampling_s": time.perf_counter() - t0, "canary_readings": canary["readings"],
             "preempted": None if switches is None else preemptions() - switches}
-
-
-def warm_heap():
-    """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
-    No mallopt: the workers run on the default heap, and heap.mode says so."""
-    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
-    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
-        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
-    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
-            else "unavailable (not glibc): default allocator kept"}
-
-
-@contextlib.contextmanager
-def measuring(task):
-    """A worker's set-up while it measures: its heap held (warm), its BLAS threads fixed, gc off
-    (a collection inside a batch would be timed). Its record: heap, blas_threads, ended, cpu_s."""
-    worker = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
-        "mode": "default", "control": "the allocator's defaults"}}
-    with threadpool_limits(task["threads_imposed"], user_api="blas"):
-        gc.disable()
-        try:
-            yield worker
-        finally:
-            gc.enable()
-        worker["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
-    worker.update(ended=time.time(), cpu_s=time.process_time())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1410,9 +1383,9 @@ def copy_buffers(nbytes):
 def calls_at(T, task, mha):
     """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
     passes (at_T), each pass also on as many rows of S as the largest pass's arrays fit in
-    cache_budget_bytes (in_cache) and as one thread's copy of its bytes (copy); at FOCUS_T, exp in
-    cache in float64. Seconds per call: the fastest of CALL_REPEATS batches, taken in turn with
-    every other call's (a short spell spoils one of them)."""
+    cache_budget_bytes (in_cache: sized to, assumed to stay in cache) and as one thread's copy of
+    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
+    CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
     x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
     (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
     S = scores(Q, K, h)
@@ -1476,6 +1449,7 @@ def read_ceilings(roofline=None):
 COPY_MAX_BYTES = 256 << 20  # the largest copy's working set (both buffers), any LLC
 CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assumed: noise slows)
 PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
+SAME_ROOF = 0.10          # a cache level's copy at most 10 % over beta: DRAM's roof, not its own
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
 
 
@@ -1583,8 +1557,8 @@ def with_ridge(ceilings):
 
 def combine_ceilings(counted, workers, spec, given=None):
     """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
-    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger; beta
-    and pi (*_peak_*, the lab's names, of the repeats' CEILING_QUANTILE) or Phase 1's; the ridge."""
+    level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger, a
+    level on DRAM's roof (SAME_ROOF); beta, pi (repeats' CEILING_QUANTILE, or Phase 1's); ridge."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
         w["ceiling_rates"] for w in workers if w["ceiling_rates"]]
     levels = {name: {**lv, **copy_estimate([w["copy"][name] for w in rates_by_worker])}
@@ -1599,7 +1573,7 @@ def combine_ceilings(counted, workers, spec, given=None):
             larger = [v["GBps"] for v in levels.values() if v["bytes"] > lv["bytes"]]
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
-                lv["GBps"] <= (1 + PLATEAU) * beta
+                lv["GBps"] <= (1 + SAME_ROOF) * beta
     c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
          "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
          "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
@@ -1636,16 +1610,42 @@ def worker_timeout(task):
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["rounds"] * sum(sample_s))
 
 
+def warm_heap():
+    """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
+    No mallopt: the workers run on the default heap, and heap.mode says so."""
+    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
+    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
+        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
+            else "unavailable (not glibc): default allocator kept"}
+
+
+@contextlib.contextmanager
+def measuring(task):
+    """A worker's set-up while it measures: heap held (warm), BLAS threads fixed, gc off (else a
+    collection in a batch is timed). Its record: heap, blas_threads (read last), ended, cpu_s."""
+    worker_rec = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
+        "mode": "default", "control": "the allocator's defaults"}}
+    with threadpool_limits(task["threads_imposed"], user_api="blas"):
+        gc.disable()
+        try:
+            yield worker_rec
+        finally:
+            gc.enable()
+        worker_rec["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
+    worker_rec.update(ended=time.time(), cpu_s=time.process_time())
+
+
 def worker_job(task):
     """A worker's whole job, in a fresh process or (--in-process) here: in measuring's set-up, its
     watched samples, calls_at at its Ts, and last its ceilings if it has them."""
     mha = init_mha(task["d_model"], task["n_heads"], task["seed"])
-    with measuring(task) as worker:
-        worker |= watched_samples(task, mha)
-        worker["apart"] = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
-        worker["ceiling_rates"] = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"],
-                                                                          task["min_time"])
-    return {**worker, "label": task["label"]}
+    with measuring(task) as worker_rec:
+        worker_rec |= watched_samples(task, mha)
+        worker_rec["apart"] = {str(T): calls_at(T, task, mha) for T in task["call_Ts"]}
+        worker_rec["ceiling_rates"] = task["ceiling_spec"] and time_ceilings(task["ceiling_spec"],
+                                                                              task["min_time"])
+    return {**worker_rec, "label": task["label"]}
 
 
 def worker_entry():
@@ -1770,7 +1770,7 @@ def machine_facts(freq):
     """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
     cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
     cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
-    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.7).
+    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.3).
     sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
                     for d in cpu_dirs} - {None}
     logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
@@ -1790,9 +1790,8 @@ def machine_facts(freq):
         if missing}
     ident = cpu_identity(cpuinfo)
     return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
-        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical,
-        "smt": physical and logical > physical, "caches": caches,
-        "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's flag
+        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical, "caches":
+        caches, "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's
         "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
         "libc": " ".join(platform.libc_ver()).strip() or None,
         "cpufreq_at_start": freq, "unavailable": unavailable}
@@ -1931,7 +1930,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # the last worker's
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm worker's
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
@@ -2117,9 +2116,8 @@ def parse_args(argv):
     p = Parser(prog="perf.py", description=__doc__.split("\n\n")[0])
     add = p.add_argument
     add("--T", type=int, nargs="+", default=list(T_SWEEP), help="sequence lengths")
-    add("--d-model", type=int, default=64)
-    add("--n-heads", type=int, default=4)
-    add("--seed", type=int, default=0)
+    for flag, default in (("--d-model", 64), ("--n-heads", 4), ("--seed", 0)):
+        add(flag, type=int, default=default)
     full = PROFILES["full"]
     add("--min-time", type=float, help="seconds of work in each sample and each ceiling "
         f"repeat, at least (default {full['min_time']:g})")
