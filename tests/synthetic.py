@@ -136,3 +136,13 @@ def drifted(results, manifest, beta, slower, start):
     for w in r["worker_processes"]:
         w["started"], w["ended"] = w["started"] - t0 + start, w["ended"] - t0 + start
     return r, m
+
+
+def lab_run_unplotted(m, out, argv):
+    """A real run in this process with monkeypatch `m`, into `out`: the pictures not drawn (test_plots
+    draws them), calls_at's batches short (the passes' figures are not what such tests check)."""
+    for plot in ("plot_perf", "plot_roofline"):
+        m.setattr(perf, plot, lambda res: None)
+    m.setattr(perf, "png_bytes", lambda fig: b"")
+    m.setattr(perf, "CALL_MIN_TIME", 1e-4)
+    return perf.run_lab(perf.parse_args(list(argv) + ["--out", str(out)]), list(argv))

@@ -5,6 +5,7 @@ and the verdict are checked against the spells. The canary's reading rule by han
 import pytest
 
 import perf
+import synthetic
 
 ARGS = ["--quick", "--in-process", "--T", "64", "--samples", "20", "--workers", "2",
         "--min-time", "0.002", "--threads", "1"]  # one thread: no one-thread samples in between
@@ -51,12 +52,7 @@ def slow_spells(monkeypatch, slow):
 
 
 def lab_run(tmp_path, monkeypatch, extra=()):
-    for plot in ("plot_perf", "plot_roofline"):
-        monkeypatch.setattr(perf, plot, lambda res: None)
-    monkeypatch.setattr(perf, "png_bytes", lambda fig: b"")
-    monkeypatch.setattr(perf, "CALL_MIN_TIME", 1e-4)  # the passes' figures are not tested here
-    args = ARGS + list(extra)  # argparse: a later flag wins
-    return perf.run_lab(perf.parse_args(args + ["--out", str(tmp_path)]), args)
+    return synthetic.lab_run_unplotted(monkeypatch, tmp_path, ARGS + list(extra))  # a later flag wins
 
 
 def test_samples_in_slow_spells_are_set_aside_and_the_figures_are_the_fast_ones(tmp_path,

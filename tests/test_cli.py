@@ -175,11 +175,7 @@ PEAK = """
 import json, sys, tracemalloc
 sys.path.insert(0, sys.argv[1])
 import perf
-T = int(sys.argv[2])
-task = {"label": "worker 1", "d_model": 64, "n_heads": 4, "seed": 0, "T_sweep": [T],
-        "min_time": 0.001, "threads_imposed": None, "heap_mode": "default", "rounds": 1,
-        "interleave": True, "timer_pairs": True, "one_thread_rounds": [], "call_Ts": [T],
-        "cache_budget_bytes": 128 << 10, "ceiling_spec": None}
+task = json.loads(sys.argv[2])
 # Does this numpy scale scores' product in its place (temporary elision)? One buffer, not two.
 a = perf.np.ones((4, 512, 16), perf.np.float32)
 tracemalloc.start()
@@ -198,7 +194,9 @@ def test_the_memory_need_bounds_a_worker_s_arrays_and_no_more_than_a_fifth_over(
     numpy's arrays): the traced peak <= the need's part for them <= 1.2 x that peak. At these
     T the (h, T, T) arrays are most of it; the interpreter and the ceilings are not traced. A numpy
     that elides scores' second buffer needs one (h, T, T) fp32 array less: the bound adds it back."""
-    proc = subprocess.run([sys.executable, "-c", PEAK, str(PERF.parent), str(T)],
+    task = tiny_task(T_sweep=[T], min_time=0.001, timer_pairs=True, call_Ts=[T],
+                     cache_budget_bytes=128 << 10)
+    proc = subprocess.run([sys.executable, "-c", PEAK, str(PERF.parent), json.dumps(task)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     peak, elides = int(proc.stdout.split()[0]), proc.stdout.split()[1] == "True"
@@ -250,7 +248,8 @@ def test_a_worker_s_result_holds_the_keys_the_watch_s_banner_lists_and_no_other(
     w = perf.worker_job(tiny_task(one_thread_rounds=[0], timer_pairs=True, call_Ts=[64]))
     lines = PERF.read_text().splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("# A worker's result"))
-    banner = " ".join(ln[2:] for ln in lines[at:at + 8] if ln.startswith("#"))
+    banner = " ".join(ln[2:] for ln in itertools.takewhile(lambda ln: ln.startswith("#"),
+                                                            lines[at:]))
     # Its "writer (keys)" groups, a by_T's keys after "by_T:", the parent's after judging
     groups = re.findall(r"(\w+) \(([^()]*)\)", banner[:banner.index("A sample:")].replace(
         "[str(T)]", ""))

@@ -147,14 +147,16 @@ def markers(fig):
     return out
 
 
-def test_no_marker_hides_another(res):
+def test_no_marker_hides_another(res, request):
     fig = figure_of(perf.plot_roofline, res)
     found = markers(fig)
-    for i, a in enumerate(found):
-        for b in found[i + 1:]:
-            if np.hypot(a[0] - b[0], a[1] - b[1]) <= 3:
-                big, small = (a, b) if a[2] >= b[2] else (b, a)
-                assert big[3] and big[2] >= 1.5 * small[2] * 0.999, (a, b)
+    close = [(a, b) for i, a in enumerate(found) for b in found[i + 1:]
+             if np.hypot(a[0] - b[0], a[1] - b[1]) <= 3]
+    for a, b in close:  # one drawn over the other: the larger a ring around the smaller
+        big, small = (a, b) if a[2] >= b[2] else (b, a)
+        assert big[3] and big[2] >= 1.5 * small[2] * 0.999, (a, b)
+    if request.node.callspec.params["res"] == "awkward":  # its scores and av coincide
+        assert close
 
 
 def text_boxes(fig):
