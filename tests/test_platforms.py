@@ -140,7 +140,7 @@ def test_a_laptop_whose_clock_falls_during_the_run_says_so(tmp_path, capsys, mon
                "1462 in the last "
                "(speed -25%)"
                in f["reason"] for f in res["conditions"]["failed"])
-    assert "disturbed run:" in out and "what to do: on a laptop, turbo can end" in out
+    assert "disturbed run:" in out and "what to do: on a laptop, plug it in and" in out
 
 
 def test_threads_asked_by_flag_environment_or_default(monkeypatch):

@@ -34,7 +34,7 @@ def awkward():
                             "other processes and interrupts used 1.02 CPUs on average while the "
                             "workers ran, and the run left 0 cores free (limit 0.25)",
                             "the later canary readings ran slower (speed -26%): on a laptop, "
-                            "turbo can end as its power budget runs out"])
+                            "plug it in and set the performance governor"])
     # worker 3 left out (its figures from four of five processes at every T)
     res["canary"]["left_out"] = {"worker 3": {"canary_kernel": "blas", "ratio": 2.1, "other_ratio": 1}}
     for row in res["sweep"]:

@@ -22,9 +22,10 @@ workers, the machine, a run, --compare, the command line) and hands it what Bloc
   judge_processes, the checks, judge_run, run_warnings), and the machine with the run after it
   (machine_facts, thread_record; run_lab, which calls the last two);
 - beta and pi: Block B's batch and interval (run_for, quantile_estimate), and one stretch from
-  the ops taken apart to the machine: copy_buffers; the ceilings (read_ceilings, ceiling_plan,
-  time_ceilings, combine_ceilings); the workers, who time them, on which BLAS threads and when
-  (make_plan, measuring, worker_job); the caches' sizes (machine_facts).
+  "Quiet or disturbed" to the machine: whose repeats count (judge_processes, as for time_s);
+  copy_buffers; the ceilings (read_ceilings, ceiling_plan, time_ceilings, combine_ceilings); the
+  workers, who time them, on which BLAS threads and when (make_plan, measuring, worker_job); the
+  caches' sizes (machine_facts).
 """
 
 import argparse
@@ -93,7 +94,7 @@ MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, a new class if neither T² nor a projection;
 # its colour, function, both forwards; split from scores or the softmax, its calls taken apart, E's
 # and F's answers), Block D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS
-# if fused), tests (synthetic, test_model, test_costs) and every committed run, measured anew.
+# if fused), tests (synthetic, test_model, test_costs, test_plots' legend cap), every run anew.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
@@ -537,7 +538,7 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASS_ARRAYS = {c.split("/")[1]: arrays for c, arrays in CALL_ARRAYS.items() if c[:8] == "softmax/"}
 PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
-# Each op's arrays, once each (scores' P and S apart: no elision): its footprint, by which
+# Each op's arrays, once each (assumed: scores' P and S apart, unelided): its footprint, by which
 # place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
@@ -1007,7 +1008,7 @@ def preemptions():
 @contextlib.contextmanager
 def machine_around(rec, worker_rec, dirs):
     """Around one sample: its page faults (the canary's reading after it included; None where the
-    OS counts none) into its T's record, rec; then the CPUs' mean MHz (`dirs`') into worker_rec."""
+    OS counts none) into rec, its T's record; then the CPUs' mean MHz (cpufreq) into worker_rec."""
     f0 = page_faults()
     yield
     rec["faults"] = None if f0 is None else rec.get("faults", 0) + page_faults() - f0
@@ -1251,8 +1252,8 @@ def clock_checks(freq_start, freq_end, counted, virtualized=False):
         drop, basis, what = None, None, ""
     full = "set the performance governor (sudo cpupower frequency-set -g performance)" if \
         platform.system() == "Linux" else "choose the best-performance power mode"  # by OS
-    laptop = (f"on a laptop, turbo can end as its power budget runs out: plug it in and {full}, "
-              "then rerun; on a shared machine, rerun later", "full power (on AC), or rerun later")
+    laptop = (f"on a laptop, plug it in and {full}, then rerun; on a shared machine, rerun later",
+              "full power (on AC), or rerun later")
     host = basis == "canary" and virtualized
     why = "the CPUs' mean scaling_cur_freq fell" if basis == "cpufreq" else \
         "the later canary readings ran slower"
@@ -1414,14 +1415,13 @@ def calls_at(T, task, mha):
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
-# (read_ceilings; pi then goes untimed, the copies never do), else timed here. Who: the first
+# (read_ceilings; pi then untimed, the copies never), else timed here. Who: the first
 # CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and calls_at
-# (time_ceilings, worker_job's last call); how: pi's matmul on the run's BLAS threads (measuring's;
-# its rate, not the CPU's peak), each copy on one thread (the shared levels' on every logical CPU
-# too), between copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling
-# (combine_ceilings): the CEILING_QUANTILE of its repeats (each a run_for batch) pooled over the
-# counted workers (not left out by judge_processes; none timed any: all), with quantile_estimate's
-# interval (Block B), or Phase 1's number in its place; then the ridge, pi/beta (with_ridge).
+# (time_ceilings); how: pi's matmul on the run's BLAS threads (measuring's; its rate, not the CPU's
+# peak), each copy on one thread (the shared levels' also on every logical CPU), between
+# copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling (combine_ceilings):
+# the CEILING_QUANTILE of its run_for repeats pooled over the counted workers (not left out by
+# judge_processes; none has any: all), with quantile_estimate's interval; the ridge, pi/beta.
 
 def read_ceilings(roofline=None):
     """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
@@ -1513,8 +1513,8 @@ def ceiling_plan(quick, hardware, n_workers, time_pi):
 
 
 def time_ceilings(spec, min_time):
-    """Every ceiling's repeats, after the samples, unwatched (a left-out worker's all go): each
-    level's copy on one thread and, `shared`, on all CPUs (DRAM's half: cache_reps); pi's matmul."""
+    """Every ceiling's repeats, after the samples, unwatched (a left-out worker's count only if no
+    counted one has any): each level's copy on 1 thread and, `shared`, all CPUs; pi's matmul."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
