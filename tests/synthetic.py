@@ -122,7 +122,7 @@ def drifted(results, manifest, beta, slower, start):
             o["time_s_interval"] = [slower * v for v in o["time_s_interval"]]
     for row in r["sweep"]:  # as run_lab: the default heap's rows are not placed
         perf.place_on_roofline(row, d, h, c)
-    a, keyed = r["analysis"], perf.entry_at(r["sweep"], 512)
+    a, keyed = r["analysis"], perf.entry_at(r["sweep"], perf.FOCUS_T)
     for e in a["softmax_passes"]:
         e["sweep_softmax_ns_per_element"] *= slower
         e["passes_ns_per_element"] *= slower
@@ -131,7 +131,7 @@ def drifted(results, manifest, beta, slower, start):
                 ps[k] *= slower
     a.update(scores_av_threshold=perf.thresholds(d // h, c["ridge"]),
              phase_27_preview=perf.phase_27_preview(keyed, d, h, c),
-             softmax_at_T_512=perf.softmax_against_roofs(keyed, c))
+             **{f"softmax{perf.KEYED}": perf.softmax_against_roofs(keyed, c)})
     t0 = min(w["started"] for w in r["worker_processes"])
     for w in r["worker_processes"]:
         w["started"], w["ended"] = w["started"] - t0 + start, w["ended"] - t0 + start
