@@ -163,14 +163,16 @@ def out_proj(O, mha):
     return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
 
 
-def attention_forward(x, mha, mask=None):
-    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32."""
+def attention_forward(x, mha, mask=None, keep=False):
+    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32; keep: {name:
+    every array it makes}, by the lab's names."""
     mask = causal_mask(len(x)) if mask is None else mask
     Q, K, V = qkv_proj(x, mha)
     S = scores(Q, K, mha.n_heads)
     A = softmax(S, mask)
     O = av(A, V, mha.n_heads)
-    return out_proj(O, mha)
+    out = out_proj(O, mha)
+    return dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out) if keep else out
 
 
 def attention_forward_timed(x, mha, mask=None):
@@ -1277,7 +1279,7 @@ def canary_checks(rows, n_workers, left_out):
     return {"slow_samples": make_check(
                 aside, SET_ASIDE_LIMIT, f"the canary's {SAMPLE_KERNEL} kernel ran slow around "
                 f"{100 * aside:.0f}% of the {what} (limit {100 * SET_ASIDE_LIMIT:.0f}%)"
-                ": too few samples of the machine's fast side remain", "rerun later, when the "
+                ": too few samples the canary read fast remain", "rerun later, when the "
                 "machine is quiet (other programs closed; a shared VM at another hour)",
                 "rerun later"),
             "slow_process": make_check(
@@ -1321,7 +1323,7 @@ def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, ro
 
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help THREADS_OP at the largest T with a window (threading_windows)?
-    Beside the verdict (run_lab adds it); one thread advised only if faster in the same windows."""
+    Beside the verdict (run_lab adds it); one thread advised only if faster in adjacent windows."""
     window = windows[-1] if windows else {"T": None, "threads_over_one": {THREADS_OP: None}}
     ratio, applies = window["threads_over_one"][THREADS_OP], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT,
@@ -1332,10 +1334,10 @@ def cooperation_finding(windows, threads_ran):
             f"on {THREADS_OP} at T = {window['T']} (the median of {window['pairs']} pairs; limit "
             f"{COOPERATION_LIMIT}): the threads {'slowed' if ratio > 1 else 'barely helped'} "
             f"{THREADS_OP} here", "advice": (
-                "here one thread was faster in the same windows (threading_windows): try "
+                "here one thread was faster in adjacent windows (threading_windows): try "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes "
                 "move with it, so compare such a run only with other one-thread runs"
-                if ratio > 1 else "one thread was not faster in the same windows, so this run does "
+                if ratio > 1 else "one thread was not faster in adjacent windows, so this run does "
                 "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
@@ -1387,9 +1389,8 @@ def calls_at(T, task, mha):
     cache_budget_bytes (in_cache: sized to, assumed to stay in cache) and as one thread's copy of
     its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
     CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
-    x, mask = make_input(T, mha, task["seed"]), causal_mask(T)
-    (Q, K, _), h = qkv_proj(x, mha), mha.n_heads  # the forward's own Q and K, by its own op
-    S = scores(Q, K, h)
+    x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
+    Q, K, S = map(attention_forward(x, mha, mask, keep=True).get, "QKS")  # the forward's own
     query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1421,7 +1422,7 @@ def calls_at(T, task, mha):
 # peak), each copy on one thread (the shared levels' also on every logical CPU), between
 # copy_buffers, each cache's sized from cpu0's caches (copy_levels). A ceiling (combine_ceilings):
 # the CEILING_QUANTILE of its run_for repeats pooled over the counted workers (not left out by
-# judge_processes; none has any: all), with quantile_estimate's interval; the ridge, pi/beta.
+# judge_processes; all if none of those has any), quantile_estimate's interval; the ridge, pi/beta.
 
 def read_ceilings(roofline=None):
     """Phase 1's beta and pi, read before measuring: from --roofline's file, else Phase 1's
@@ -1556,7 +1557,7 @@ def with_ridge(ceilings):
 
 
 def combine_ceilings(counted, workers, spec, given=None):
-    """The ceilings, from the counted workers' repeats (none timed any: all the workers'): each
+    """The ceilings, from the counted workers' repeats (all workers' if those have none): each
     level's copy, a plateau (DRAM's two sizes within PLATEAU), small copies slower than larger, a
     level on DRAM's roof (SAME_ROOF); beta, pi (repeats' CEILING_QUANTILE, or Phase 1's); ridge."""
     rates_by_worker = [w["ceiling_rates"] for w in counted if w["ceiling_rates"]] or [
