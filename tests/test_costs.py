@@ -179,6 +179,14 @@ def test_levels_and_the_lab_laptop():
         perf.place_on_roofline(row, 64, 4, CEILINGS)
         level[T] = row["ops"]["softmax"]["level"]
     assert level == {64: "L2", 128: "L3", 1024: "DRAM"}
+    # An L3 on DRAM's roof (its copy within SAME_ROOF of beta: the picture draws it no roof) is
+    # no op's level: the softmax at T = 128 goes under DRAM's roof, beta's 20 GB/s.
+    same = {**CEILINGS, "levels": {**CEILINGS["levels"], "L3": {
+        **CEILINGS["levels"]["L3"], "GBps": 21.0, "same_roof_as_DRAM": True}}}
+    row = {"T": 128, "forward_s": 1.0, "ops": {op: {"time_s": 0.2} for op in perf.OPS}}
+    perf.place_on_roofline(row, 64, 4, same)
+    assert row["ops"]["softmax"]["level"] == "DRAM"
+    assert row["ops"]["softmax"]["level_roof_GFLOPS"] == pytest.approx(20.0 * 0.625)
     # The curriculum's pi 250 GFLOPS over beta 15-19 GB/s: a ridge of 13.2-16.7, beyond the
     # 8 FLOP/byte that scores and av tend to: no threshold on the laptop either.
     assert lap["ridge_range"] == pytest.approx([250 / 19, 250 / 15])

@@ -559,16 +559,16 @@ FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    inside the ridge's range) and the smallest level its working set fits in (level_bound)."""
+    inside the ridge's range) and the smallest roofed level its working set fits (level_bound)."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_range"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
     flops_all = sum(f for f, _ in cost.values())
+    roofed = [(lv["capacity_bytes"] or 0, name) for name, lv in ceilings["levels"].items() if not (
+        lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]  # as draw_roofs draws them
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
-        level = min([(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items()
-                     if (lv["capacity_bytes"] or 0) >= ws[op] and not lv.get("slower_than_larger")],
-                    default=(0, "DRAM"))[1]
+        level = min([c for c in roofed if c[0] >= ws[op]], default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
                  dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
@@ -953,7 +953,7 @@ def make_canary():
 def watched(fn, min_time, canary, blas_threads=None):
     """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
     after]}); the after is the next batch's before (between: reads of faults and MHz, any timer
-    pairs or one-thread batch, a new T's untimed forward)."""
+    pairs, a new T's untimed forward; a one-thread batch is a watched batch of its own)."""
     before = canary["readings"][-1]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n = run_for(fn, min_time)[0]
