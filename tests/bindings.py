@@ -706,7 +706,7 @@ CLAIMS = [
 # perf.py and fails where a formula or a figure changes (test_claims changes them).
 DH = lambda r: (r["config"]["d_model"], r["config"]["n_heads"])  # noqa: E731
 LAPTOP_ABOVE = lambda r, m: (lambda d, h: perf.on_lab_laptop(d, h)["ridge_range"][0] > d / h / 2)(*DH(r))  # noqa
-PASS_BYTES = lambda r, m: (lambda d, h: sum(perf.call_bytes(512, d, h)[f"softmax/{p}"] for p in perf.PASSES)  # noqa
+PASS_BYTES = lambda r, m: (lambda d, h: sum(perf.call_bytes(512, d, h, perf.PASS_ARRAYS).values())  # noqa
                            / perf.op_cost(512, d, h)["softmax"][1])(*DH(r))
 FLASH_SHARE = lambda r, m: (lambda d, h: perf.call_bytes(512, d, h, {"f": perf.FLASH_ARRAYS})["f"] / sum(  # noqa
     perf.op_cost(512, d, h)[k][1] for k in perf.T2_OPS))(*DH(r))

@@ -796,13 +796,13 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     element at T, in cache and as one thread's copy of its bytes (the processes' medians)."""
     out = []
     for row in rows:
-        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads)
+        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads, PASS_ARRAYS)
         if not (got := [w["apart"][str(T)] for w in counted if str(T) in w["apart"]]):
             continue
         n_el, n_queries = n_heads * T * T, got[0]["in_cache_queries"]
         per = lambda p, kind, scale, key: {  # noqa: E731
             key: float(np.median([scale * g[p][kind] for g in got]))}
-        passes = [{"pass": p, "bytes": n_bytes[f"softmax/{p}"],
+        passes = [{"pass": p, "bytes": n_bytes[p],
                    **per(p, "at_T", 1e9 / n_el, "ns_per_element"),
                    **per(p, "in_cache", 1e9 / (n_queries * T), "in_cache_ns_per_element"),
                    **per(p, "copy", 1e9 / n_el, "copy_ns_per_element")} for p in PASSES]
