@@ -103,7 +103,7 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
                                    "T = 512 (the median of 8 pairs; limit 0.9): the threads "
                                    "slowed av here")
     assert f["advice"] == (
-        "here one thread was faster in adjacent windows (threading_windows): try "
+        "here one thread was faster in back-to-back samples (threading_windows): try "
         "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes move with "
         "it, so compare such a run only with other one-thread runs")
     good = perf.cooperation_finding([window(512, 0.75)], 2)
@@ -112,11 +112,11 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
 
 def test_threads_that_help_too_little_do_not_advise_one_thread():
     # Two threads at 0.95x one thread's time: past the limit, but one thread was not faster in
-    # adjacent windows: the run does not back OMP_NUM_THREADS=1, and does not advise it.
+    # back-to-back samples: the run does not back OMP_NUM_THREADS=1, and does not advise it.
     f = perf.cooperation_finding([window(512, 0.95)], threads_ran=2)
     assert f["holds"] is False and "try OMP_NUM_THREADS=1" not in f["advice"]
     assert f["finding"].endswith("the threads barely helped av here")
-    assert f["advice"].startswith("one thread was not faster in adjacent windows, so this run "
+    assert f["advice"].startswith("one thread was not faster in back-to-back samples, so this run "
                                   "does not back OMP_NUM_THREADS=1")
 
 

@@ -6,9 +6,9 @@ perf.png and roofline.png here or into --out. On the lab's laptop: `OMP_NUM_THRE
 perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B sets B beside A. The
 code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
-Part I, the lab (Blocks A to F in the lab's order), names nothing of Part II, the harness, which
+Part I, the lab (Blocks A to F in the lab's order), calls nothing of Part II, the harness, which
 calls it (a worker's watched samples, quiet or disturbed, the ops taken apart, the ceilings, the
-workers, the machine, a run, --compare, the command line) and hands it what Block E reads. Where:
+workers, the machine, a run, --compare, the command line) and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
@@ -79,9 +79,9 @@ class UsageError(Exception):
 
 
 # ==============================================================================================
-# PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness
-# decides (which samples feed time_s) comes in as an argument; Blocks D and E read the ceilings and
-# records it makes (their banners say which), Block C's footer results.json; no name is Part II's.
+# PART I — THE LAB, Blocks A to F in the lab's order, statistics included. What the harness decides
+# (which samples feed time_s) comes in as an argument; Blocks D and E read the ceilings and records
+# it makes (their banners say which), Block C's footer results.json; it calls no Part II code.
 # ==============================================================================================
 
 # ----------------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
-THREADS_OP = "av"  # whose threads the harness judges: a T² matmul, BLAS's alone (no scaling pass)
+THREADS_OP = "av"  # its threads weighed beside the verdict: a T² matmul, BLAS's alone (no scaling)
 COLORS = dict(zip(OPS, ("#4C72B0", "#DD8452", "#C44E52", "#55A868", "#8172B3"), strict=True))
 
 
@@ -221,15 +221,15 @@ def softmax_pass_calls(S, mask):
 
 # ----------------------------------------------------------------------------------------------
 # Block B: what a sample is, one process's samples, and the statistic: each T's row from the
-# processes' own estimates of the samples that feed it (which feed: the caller's word).
-# A batch: calls run back to back by run_for until min_time has passed (50 ms in a full run, as the
-# lab asks; calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
+# processes' own estimates of the samples that feed it (which feed: the caller's word). A batch:
+# calls run back to back by run_for until min_time has passed (50 ms in a full run, as the lab asks;
+# calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
-# around it (watched: the one before, the last batch's after), on one BLAS thread `follows`, the
-# sample it follows (after_sample); in the parent: canary_ratio, the canary around it over its
-# process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th sample of
-# every T (interleave: the Ts in a rotating order, else each T's in turn), rounds: make_plan's.
+# around its batch (watched: the one before it is the last batch's after); on one BLAS thread
+# `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the canary around it
+# over its process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th sample
+# of every T (interleave: the Ts in a rotating order, else each T's in turn), rounds: make_plan's.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -538,7 +538,7 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASS_ARRAYS = {c.split("/")[1]: arrays for c, arrays in CALL_ARRAYS.items() if c[:8] == "softmax/"}
+PASS_ARRAYS = {k.split("/")[1]: arrays for k, arrays in CALL_ARRAYS.items() if k[:8] == "softmax/"}
 PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
 # Each op's arrays, once each (assumed: scores' P and S apart, unelided): its footprint, by which
 # place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
@@ -559,16 +559,16 @@ FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    inside the ridge's range) and the smallest roofed level its working set fits (level_bound)."""
+    the ridge's range), level_bound: against the smallest cache it fits with a roof, else DRAM."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_range"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
     flops_all = sum(f for f, _ in cost.values())
-    roofed = [(lv["capacity_bytes"] or 0, name) for name, lv in ceilings["levels"].items() if not (
-        lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]  # as draw_roofs draws them
+    roofed = [(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items() if lv[
+        "capacity_bytes"] and not (lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
-        level = min([c for c in roofed if c[0] >= ws[op]], default=(0, "DRAM"))[1]
+        level = min([lv for lv in roofed if lv[0] >= ws[op]], default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
                  dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
@@ -824,8 +824,8 @@ def scores_scale_times(rows, counted):
     process (two fastest batches: no interval; scores_calls' assumption); the processes' median."""
     out = []
     for row in rows:
-        if got := [c["whole"] - c["matmul"] for w in counted
-                   if (c := w["apart"].get(str(row["T"]), {}).get("scores"))]:
+        if got := [sc["whole"] - sc["matmul"] for w in counted
+                   if (sc := w["apart"].get(str(row["T"]), {}).get("scores"))]:
             out.append({"T": row["T"], "scale_s": float(np.median(got))})
     return out
 
@@ -926,9 +926,9 @@ def sampling(heap_mode, rounds, blas_threads):
     """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
     interleaved, with timer pairs and, where the BLAS runs more than one thread, its third round
     (or last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
-    warm, threads = heap_mode == "warm", blas_threads or 1
+    warm = heap_mode == "warm"
     return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
-            "one_thread_rounds": [min(2, rounds - 1)] if warm and threads > 1 else []}
+            "one_thread_rounds": [min(2, rounds - 1)] if warm and (blas_threads or 1) > 1 else []}
 
 
 def make_canary():
@@ -1078,7 +1078,7 @@ def slow_processes(workers):
 
 
 def judge_processes(dflt, workers):
-    """mark_samples, slow_processes: (the left out; the rest)."""
+    """mark_samples on all; slow_processes on `workers` (config.workers'): (left out; the rest)."""
     for w in [dflt] + workers:
         w["canary_reference"] = canary_quantile(w["canary_readings"], REFERENCE_QUANTILE)
         mark_samples(w, w["canary_reference"])
@@ -1198,7 +1198,7 @@ def others_by_name(start, end):
         elif created < start["epoch_s"]:  # there before, but not readable then: unknown
             continue
         by_name[name] = by_name.get(name, 0.0) + secs / wall
-    return sorted(([n, round(c, 3)] for n, c in by_name.items() if c >= 0.005), key=lambda x: -x[1])
+    return sorted(([n, round(u, 3)] for n, u in by_name.items() if u >= 0.005), key=lambda x: -x[1])
 
 
 def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs):
@@ -1212,8 +1212,8 @@ def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs
         (end["steal"] - start["steal"]) / max(end["all_cpu_s"] - start["all_cpu_s"], 1e-9)
     sampled = [(w["preempted"], w["sampling_s"]) for w in spawned if w["preempted"] is not None]
     rate = sum(p for p, _ in sampled) / sum(s for _, s in sampled) if sampled else None
-    named = [(n, c) for n, c in other_procs if c >= NAMED_CPUS][:3]  # names only, never arguments
-    close = ("close " + ", ".join(f"{n} ({c:.2f} CPUs)" for n, c in named) + " and rerun",
+    named = [(n, u) for n, u in other_procs if u >= NAMED_CPUS][:3]  # names only, never arguments
+    close = ("close " + ", ".join(f"{n} ({u:.2f} CPUs)" for n, u in named) + " and rerun",
              "close " + ", ".join(n for n, _ in named)) if named else (
         "close other programs and rerun (no single process stood out)", "close others")
     return {"other_processes_cpus": make_check(
@@ -1323,7 +1323,7 @@ def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, ro
 
 def cooperation_finding(windows, threads_ran):
     """Do the BLAS threads help THREADS_OP at the largest T with a window (threading_windows)?
-    Beside the verdict (run_lab adds it); one thread advised only if faster in adjacent windows."""
+    Beside the verdict (run_lab adds it); one thread advised only if faster there (the median)."""
     window = windows[-1] if windows else {"T": None, "threads_over_one": {THREADS_OP: None}}
     ratio, applies = window["threads_over_one"][THREADS_OP], bool(threads_ran and threads_ran > 1)
     out = {"value": ratio, "limit": COOPERATION_LIMIT,
@@ -1334,11 +1334,11 @@ def cooperation_finding(windows, threads_ran):
             f"on {THREADS_OP} at T = {window['T']} (the median of {window['pairs']} pairs; limit "
             f"{COOPERATION_LIMIT}): the threads {'slowed' if ratio > 1 else 'barely helped'} "
             f"{THREADS_OP} here", "advice": (
-                "here one thread was faster in adjacent windows (threading_windows): try "
+                "here one thread was faster in back-to-back samples (threading_windows): try "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes "
-                "move with it, so compare such a run only with other one-thread runs"
-                if ratio > 1 else "one thread was not faster in adjacent windows, so this run does "
-                "not back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
+                "move with it, so compare such a run only with other one-thread runs" if ratio > 1
+                else "one thread was not faster in back-to-back samples, so this run does not "
+                "back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
 
 def run_warnings(results):
@@ -1485,8 +1485,8 @@ def copy_levels(hardware, dram_bytes=None):
     >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that; all
     at most COPY_MAX_BYTES."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
-    caches = {name: int(size[:-1]) * unit[size[-1]] for name, c in hardware["caches"].items()
-              if (size := c["size"] or "")[-1:] in unit and not name.endswith("i")}
+    caches = {name: int(size[:-1]) * unit[size[-1]] for name, lv in hardware["caches"].items()
+              if (size := lv["size"] or "")[-1:] in unit and not name.endswith("i")}
     llc = max(caches.values(), default=8 << 20)
     levels = {name: {"capacity_bytes": size, "bytes": min(max(8 << 10, size // 2), COPY_MAX_BYTES),
                      "shared": size == llc} for name, size in sorted(caches.items())}  # assumed
@@ -2061,8 +2061,8 @@ def compare_facts(a, b, T):
 
 
 def state_signals(a, b, facts):
-    """Why the two machines differed: the machine facts that differ, and each disturbed run's
-    reasons. []: nothing compared says so, and the differences may be the code's."""
+    """What says the two machines differed: the machine facts that differ (av's move with av's code
+    too), each disturbed run's reasons. []: none says so (the differences may be the code's)."""
     v = lambda x: f"{x:.2f}" if isinstance(x, float) else x  # noqa: E731
     return [f"{f['fact']}: {v(f['a'])} in A, {v(f['b'])} in B" for f in facts
             if f["machine_fact"] and f["differs"]] + [
