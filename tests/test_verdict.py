@@ -104,8 +104,8 @@ def test_two_threads_slower_than_one_are_a_finding_that_advises_one_thread_and_i
                                    "slowed av here")
     assert f["advice"] == (
         "here one thread was faster in back-to-back samples (threading_windows): try "
-        "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes move with "
-        "it, so compare such a run only with other one-thread runs")
+        "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes may move "
+        "with it, so compare such a run only with one-thread runs")
     good = perf.cooperation_finding([window(512, 0.75)], 2)
     assert good["holds"] is True and "advice" not in good
 

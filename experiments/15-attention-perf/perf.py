@@ -136,9 +136,9 @@ def qkv_proj(x, mha):
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (numpy may elide the two into one, only from 256 KiB: S's size at T = 128). math.sqrt
-    # gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would under NumPy
-    # 2 promote all of S to float64).
+    # another (numpy may elide the two into one, only from 256 KiB: S's size at T = 128, h = 4).
+    # math.sqrt gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would
+    # under NumPy 2 promote all of S to float64).
     d_k = Q.shape[1] // h
     return split_heads(Q, h) @ split_heads(K, h).transpose(0, 2, 1) / math.sqrt(d_k)
 
@@ -226,10 +226,10 @@ def softmax_pass_calls(S, mask):
 # calls_at's, CALL_MIN_TIME); a sample and a ceiling's repeat are each one. A sample, one
 # measurement of the sweep, is a batch of timed forwards: per op of OPS, one forward's seconds (its
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
-# around its batch (watched: the one before it is the last batch's after); on one BLAS thread
-# `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the canary around it
-# over its process's reference, deciding if it feeds time_s (mark_samples). Round i: the i-th sample
-# of every T (interleave: the Ts in a rotating order, else each T's in turn), rounds: make_plan's.
+# around its batch (watched: the one before it is the batch before's after, or make_canary's); on
+# one BLAS thread `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the
+# canary around it over its process's reference, deciding if it feeds time_s (mark_samples). Round
+# i: the i-th sample of every T (in take_samples' order), rounds: make_plan's.
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -568,7 +568,7 @@ def place_on_roofline(row, d_model, n_heads, ceilings):
         "capacity_bytes"] and not (lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]
     for op, (flops, nbytes) in cost.items():
         r, I = row["ops"][op], flops / nbytes
-        level = min([lv for lv in roofed if lv[0] >= ws[op]], default=(0, "DRAM"))[1]
+        level = min([(cap, n) for cap, n in roofed if cap >= ws[op]], default=(0, "DRAM"))[1]
         level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
         r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
                  dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
@@ -1119,8 +1119,8 @@ def pool_row(T, records):
 def pool_sweep(Ts, counted, default_heap_worker):
     """A row per T from the counted workers' samples (`counted`: those judge_processes
     did not leave out), and one from the default-heap worker's."""
-    rows = lambda ws: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]} for w in ws])  # noqa
-                       for T in Ts]
+    rows = lambda group: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]}  # noqa: E731
+                                       for w in group]) for T in Ts]
     return rows(counted), rows([default_heap_worker])
 
 
@@ -1336,7 +1336,7 @@ def cooperation_finding(windows, threads_ran):
             f"{THREADS_OP} here", "advice": (
                 "here one thread was faster in back-to-back samples (threading_windows): try "
                 "OMP_NUM_THREADS=1 and say so in your README; pi, the ridge and the ops' classes "
-                "move with it, so compare such a run only with other one-thread runs" if ratio > 1
+                "may move with it, so compare such a run only with one-thread runs" if ratio > 1
                 else "one thread was not faster in back-to-back samples, so this run does not "
                 "back OMP_NUM_THREADS=1: say in your README that the threads barely help here")}
 
@@ -1366,9 +1366,9 @@ def run_warnings(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same call
-# on the rows of S that fit in cache and a copy of as many bytes (copy_buffers, which the
-# ceilings' copies use too): Block E's comparisons of what each costs, never inputs to time_s.
+# The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same pass on
+# rows of S that fit in cache (their mask rows gathered) and a copy of as many bytes (copy_buffers,
+# the ceilings' copies' too): Block E's comparisons of what each costs, never inputs to time_s.
 
 CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
 CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); the fastest taken
@@ -1514,8 +1514,8 @@ def ceiling_plan(quick, hardware, n_workers, time_pi):
 
 
 def time_ceilings(spec, min_time):
-    """Every ceiling's repeats, after the samples, unwatched (a left-out worker's count only if no
-    counted one has any): each level's copy on 1 thread and, `shared`, all CPUs; pi's matmul."""
+    """Every ceiling's repeats, after the samples and calls_at's, unwatched: each level's copy on 1
+    thread and, `shared`, all CPUs; DRAM's half copy on all CPUs; pi's matmul unless given."""
     n_cpus, out = spec["copy_threads"], {"copy": {}, "copy_half": {}}
     for name, lv in spec["levels"].items():
         reps = spec["reps"] if name == "DRAM" else spec["cache_reps"]
@@ -1575,21 +1575,21 @@ def combine_ceilings(counted, workers, spec, given=None):
             lv["slower_than_larger"] = lv["bytes"] < SMALL_COPY_BYTES and lv["GBps"] < max(larger)
             lv["same_roof_as_DRAM"] = not lv["slower_than_larger"] and \
                 lv["GBps"] <= (1 + SAME_ROOF) * beta
-    c = {"source": "measured", "depends_on": None, "beta_peak_GBps": dram["GBps"],
-         "beta_peak_interval": dram["GBps_interval"], "beta_repeats": dram["repeats"],
-         "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
-         "copy_threads": spec["copy_threads"], "levels": levels}
+    c = dict(source="measured", depends_on=None, copy_threads=spec["copy_threads"], levels=levels)
     if given:  # Phase 1's two numbers in the measured's place: points, of no repeats (pi untimed)
         b, p = given["beta_peak_GBps"], given["pi_peak_GFLOPS"]
-        c |= given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p]) | dict.fromkeys(
-            [f"{k}_{f}" for k in ("beta", "pi") for f in ("repeats", "peak_interval_coverage")])
-    else:
-        pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
-        flops, n_bytes = matmul_cost(n := spec["matmul_n"])
-        c |= {"pi_peak_GFLOPS": pi["GFLOPS"], "pi_peak_interval": pi["GFLOPS_interval"],
-              "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"],
-              "pi_repeats": pi["repeats"], "matmul": {"n": n, "intensity": flops / n_bytes}}
-    return with_ridge(c)
+        return with_ridge(c | given | dict(beta_peak_interval=[b, b], pi_peak_interval=[p, p])
+                          | dict.fromkeys(f"{k}_{f}" for k in ("beta", "pi")
+                                          for f in ("repeats", "peak_interval_coverage")))
+    pi = rate_estimate([w["matmul"] for w in rates_by_worker], "GFLOPS")
+    flops, n_bytes = matmul_cost(n := spec["matmul_n"])
+    return with_ridge(c | {
+        "beta_peak_GBps": beta, "beta_peak_interval": dram["GBps_interval"],
+        "beta_peak_interval_coverage": dram["GBps_interval_coverage"],
+        "beta_repeats": dram["repeats"], "pi_peak_GFLOPS": pi["GFLOPS"],
+        "pi_peak_interval": pi["GFLOPS_interval"],
+        "pi_peak_interval_coverage": pi["GFLOPS_interval_coverage"], "pi_repeats": pi["repeats"],
+        "matmul": {"n": n, "intensity": flops / n_bytes}})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1931,7 +1931,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # a warm worker's
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # all ask alike
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
@@ -2005,7 +2005,7 @@ def compare_rows(a, b, Ts):
     """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
     band]; band, at least NOISE_FLOOR, is the noisier run's range of its processes' estimates
     (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
-    noise = lambda ws: ws[-2] / ws[1] if len(ws) >= 5 else ws[-1] / ws[0]  # noqa: E731
+    noise = lambda est: est[-2] / est[1] if len(est) >= 5 else est[-1] / est[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
         oa, ob = (entry_at(res["sweep"], T)["ops"][op] for res in (a, b))
