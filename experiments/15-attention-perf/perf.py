@@ -7,8 +7,8 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), calls nothing of Part II, the harness, which
-calls it (a worker's watched samples, quiet or disturbed, the ops taken apart, the ceilings, the
-workers, the machine, a run, --compare, the command line) and hands it records it reads. Where:
+calls it (a worker's watched samples, quiet or disturbed, the machine, the ceilings, the workers
+and their jobs, a run, --compare, the command line) and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
@@ -16,16 +16,17 @@ workers, the machine, a run, --compare, the command line) and hands it records i
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
-  softmax_pass_calls), and Blocks D to F (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS,
-  FLASH_ARRAYS; Blocks E and F's answers on scores and the softmax, analyse, make_manifest);
-- quiet or disturbed: the watch and "Quiet or disturbed", one stretch (watched_samples;
-  judge_processes, the checks, judge_run, run_warnings), and the machine with the run after it
-  (machine_facts, thread_record; run_lab, which calls the last two);
-- beta and pi: Block B's batch and interval (run_for, quantile_estimate), and one stretch from
-  "Quiet or disturbed" to the machine: whose repeats count (judge_processes, as for time_s);
-  copy_buffers; the ceilings (read_ceilings, ceiling_plan, time_ceilings, combine_ceilings); the
-  workers, who time them, on which BLAS threads and when (make_plan, measuring, worker_job); the
-  caches' sizes (machine_facts).
+  softmax_pass_calls), and Block D's tables, after its drawing, to Block F (forward_arrays,
+  op_cost, OP_ARRAYS, CALL_ARRAYS, FLASH_ARRAYS; E's and F's answers on scores and the softmax,
+  analyse, make_manifest);
+- quiet or disturbed: the watch, "Quiet or disturbed" and the machine, one stretch
+  (watched_samples; judge_processes, the checks, judge_run, run_warnings; machine_facts,
+  thread_record), and the run (run_lab, which calls the last two);
+- beta and pi: Block B's batch and interval (run_for, quantile_estimate), and from "Quiet or
+  disturbed" on: whose repeats count (judge_processes, as for time_s); after the checks, the
+  caches' sizes (machine_facts), the ceilings (read_ceilings, copy_buffers, ceiling_plan,
+  time_ceilings, combine_ceilings), and the workers who time them, on which BLAS threads and when
+  (measuring, worker_job, make_plan).
 """
 
 import argparse
@@ -502,80 +503,8 @@ def plot_perf(res):
 
 
 # ----------------------------------------------------------------------------------------------
-# Block D: what each array weighs and each op costs (the lab's formulas), each op placed on the
-# roofline the harness gives (combine_ceilings' record: beta, pi, ridge, each cache level's copy).
-
-def forward_arrays(T, d_model, n_heads):
-    """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
-    working sets, laptop and memory need read."""
-    d, h = d_model, n_heads
-    big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
-    # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
-    # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
-    return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
-            "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": row_vec, "D": big, "E": big,
-            "s": row_vec, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
-
-
-def op_cost(T, d_model, n_heads):
-    """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
-    each byte term an array of its formulas: a projection's input and weight (not its output), a T²
-    op's inputs and output (the softmax's S and A, not its mask); no temporary naive numpy makes."""
-    arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
-    d_k = d // h
-    return {
-        "qkv_proj": (3 * 2 * T * d**2, 3 * (arr["x"] + arr["W"])),  # 3 (4Td + 4d^2): I = Td/(2T+2d)
-        "scores": (h * 2 * T**2 * d_k, arr["Q"] + arr["K"] + arr["S"]),  # h (8 T d_k + 4 T^2):
-                                                                         # I = T d_k / (4 d_k + 2T)
-        "softmax": (h * 5 * T**2, arr["S"] + arr["A"]),              # h 8 T^2: I = 5/8 ~ 0.6
-        "av": (h * 2 * T**2 * d_k, arr["A"] + arr["V"] + arr["O"]),  # same form as scores
-        "out_proj": (2 * T * d**2, arr["C"] + arr["W"])}             # same form as qkv_proj
-
-
-# The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
-# each once: the call's array bytes (not a measured traffic).
-CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
-               "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
-               "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
-               "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
-PASS_ARRAYS = {k.split("/")[1]: arrays for k, arrays in CALL_ARRAYS.items() if k[:8] == "softmax/"}
-PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
-# Each op's arrays, once each (assumed: scores' P and S apart, unelided): its footprint, by which
-# place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
-OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
-    a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
-    for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
-
-
-def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
-    """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
-    arr = forward_arrays(T, d_model, n_heads)
-    return {call: sum(arr[k] for k in arrays) for call, arrays in table.items()}
-
-
-working_set = functools.partial(call_bytes, table=OP_ARRAYS)
-FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written: the ideal
-
-
-def place_on_roofline(row, d_model, n_heads, ceilings):
-    """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    the ridge's range), level_bound: against the smallest cache it fits with a roof, else DRAM."""
-    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
-    lo, hi = ceilings["ridge_range"]
-    cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
-    flops_all = sum(f for f, _ in cost.values())
-    roofed = [(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items() if lv[
-        "capacity_bytes"] and not (lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]
-    for op, (flops, nbytes) in cost.items():
-        r, I = row["ops"][op], flops / nbytes
-        level = min([(cap, n) for cap, n in roofed if cap >= ws[op]], default=(0, "DRAM"))[1]
-        level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
-        r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
-                 dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
-                 time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
-                 working_set_bytes=ws[op], level=level, level_roof_GFLOPS=min(pi, level_beta * I),
-                 level_bound="memory" if I < pi / level_beta else "compute")
-
+# Block D: the roofline drawn from results.json first; then what each array weighs and each op
+# costs (the lab's formulas), each op placed on the roofline the harness gives (combine_ceilings').
 
 RING_FIRST, RING_STEP, RING_NEAR = 5.0, 1.5, 0.03  # first ring (pt), step per T, a spot (decades)
 
@@ -700,6 +629,78 @@ def plot_roofline(res):
         else c["depends_on"]))
     fig.tight_layout(rect=(0, low, 1, 1))
     return fig
+
+
+def forward_arrays(T, d_model, n_heads):
+    """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
+    working sets, laptop and memory need read."""
+    d, h = d_model, n_heads
+    big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
+    # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
+    # s = sum(E), A = E / s, O = A V_h (out_h), C its concat copy, out = C W_O; W: one weight
+    return {"x": 4 * T * d, "W": 4 * d * d, "Q": 4 * T * d, "K": 4 * T * d, "V": 4 * T * d,
+            "P": big, "S": big, "mask": 4 * T * T, "Z": big, "m": row_vec, "D": big, "E": big,
+            "s": row_vec, "A": big, "O": 4 * T * d, "C": 4 * T * d, "out": 4 * T * d}
+
+
+def op_cost(T, d_model, n_heads):
+    """(FLOPs, bytes) of each whole op (all projections, all heads): the lab's Block D formulas,
+    each byte term an array of its formulas: a projection's input and weight (not its output), a T²
+    op's inputs and output (the softmax's S and A, not its mask); no temporary naive numpy makes."""
+    arr, d, h = forward_arrays(T, d_model, n_heads), d_model, n_heads
+    d_k = d // h
+    return {
+        "qkv_proj": (3 * 2 * T * d**2, 3 * (arr["x"] + arr["W"])),  # 3 (4Td + 4d^2): I = Td/(2T+2d)
+        "scores": (h * 2 * T**2 * d_k, arr["Q"] + arr["K"] + arr["S"]),  # h (8 T d_k + 4 T^2):
+                                                                         # I = T d_k / (4 d_k + 2T)
+        "softmax": (h * 5 * T**2, arr["S"] + arr["A"]),              # h 8 T^2: I = 5/8 ~ 0.6
+        "av": (h * 2 * T**2 * d_k, arr["A"] + arr["V"] + arr["O"]),  # same form as scores
+        "out_proj": (2 * T * d**2, arr["C"] + arr["W"])}             # same form as qkv_proj
+
+
+# The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
+# each once: the call's array bytes (not a measured traffic).
+CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
+               "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
+               "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
+               "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
+PASS_ARRAYS = {k.split("/")[1]: arrays for k, arrays in CALL_ARRAYS.items() if k[:8] == "softmax/"}
+PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
+# Each op's arrays, once each (assumed: scores' P and S apart, unelided): its footprint, by which
+# place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
+OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
+    a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
+    for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
+
+
+def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
+    """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
+    arr = forward_arrays(T, d_model, n_heads)
+    return {call: sum(arr[k] for k in arrays) for call, arrays in table.items()}
+
+
+working_set = functools.partial(call_bytes, table=OP_ARRAYS)
+FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written: the ideal
+
+
+def place_on_roofline(row, d_model, n_heads, ceilings):
+    """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
+    the ridge's range), level_bound: against the smallest cache it fits with a roof, else DRAM."""
+    beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
+    lo, hi = ceilings["ridge_range"]
+    cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
+    flops_all = sum(f for f, _ in cost.values())
+    roofed = [(lv["capacity_bytes"], name) for name, lv in ceilings["levels"].items() if lv[
+        "capacity_bytes"] and not (lv.get("slower_than_larger") or lv.get("same_roof_as_DRAM"))]
+    for op, (flops, nbytes) in cost.items():
+        r, I = row["ops"][op], flops / nbytes
+        level = min([(cap, n) for cap, n in roofed if cap >= ws[op]], default=(0, "DRAM"))[1]
+        level_beta = beta if level == "DRAM" else ceilings["levels"][level]["GBps"]
+        r.update(flops=flops, bytes=nbytes, intensity=I, GFLOPS=flops / r["time_s"] / 1e9,
+                 dram_bound="memory" if I < lo else "compute" if I > hi else "near_ridge",
+                 time_share=r["time_s"] / row["forward_s"], flop_share=flops / flops_all,
+                 working_set_bytes=ws[op], level=level, level_roof_GFLOPS=min(pi, level_beta * I),
+                 level_bound="memory" if I < pi / level_beta else "compute")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1366,52 +1367,88 @@ def run_warnings(results):
 
 
 # ----------------------------------------------------------------------------------------------
-# The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same pass on
-# rows of S that fit in cache (their mask rows gathered) and a copy of as many bytes (copy_buffers,
-# the ceilings' copies' too): Block E's comparisons of what each costs, never inputs to time_s.
+# The machine: facts and threads (Linux: /proc, /sys; else psutil, sysctl, platform); None: unknown.
 
-CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
-CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); the fastest taken
+def cpu_identity(cpuinfo):
+    """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
+    from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
+    info = {}
+    for key, _, value in (ln.partition(":") for ln in cpuinfo.splitlines()):
+        info.setdefault(key.strip(), value.strip())
+    name = info.get("model name") or info.get("Model") or info.get("Hardware")
+    ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
+             "family": info.get("cpu family"), "model": info.get("model")}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        if platform.system() == "Darwin":
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
+                                  capture_output=True, timeout=5).stdout.strip() or name
+    if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
+        ident = {"vendor": m[3], "family": m[1], "model": m[2]}
+    return {"cpu_model": name or platform.processor() or "unknown",
+            **{k: int(v) if v and v.isdigit() else v for k, v in ident.items()}}
 
 
-def copy_buffers(nbytes):
-    """Source and destination of a copy of working set nbytes, in one block, half a page apart
-    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
-    n = nbytes // 8
-    gap = (2048 - 4 * n) % 4096 // 4
-    block = np.ones(2 * n + gap, dtype=np.float32)
-    return block[:n], block[n + gap:]
+def numpy_simd():
+    """The SIMD features numpy detects here, the dispatch targets this CPU supports,
+    and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
+    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
+    found = umath.__cpu_features__
+    info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
+    return {"simd_flags": [f for f, on in found.items() if on],
+            "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
+            "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
+                "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
 
 
-def calls_at(T, task, mha):
-    """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
-    passes (at_T), each pass also on as many rows of S as the largest pass's arrays fit in
-    cache_budget_bytes (in_cache: sized to, assumed to stay in cache) and as one thread's copy of
-    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
-    CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
-    x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
-    Q, K, S = map(attention_forward(x, mha, mask, keep=True).get, "QKS")  # the forward's own
-    query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
-    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
-    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
-    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
-    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
-    src, dst = copy_buffers(max(n_bytes.values()))
-    fns = scores_calls(Q, K, h)
-    for p, size in n_bytes.items():
-        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
-                    (p, "copy"): functools.partial(np.copyto, dst[:size // 8], src[:size // 8])})
-    if T == FOCUS_T:
-        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data["D"].astype("f8"))
-    out = {"in_cache_queries": n_queries}
-    for (name, kind), fn in fns.items():  # each once, untimed
-        fn()
-        out.setdefault(name, {})[kind] = math.inf
-    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
-        n, batch_s = run_for(fn, CALL_MIN_TIME)
-        out[name][kind] = min(out[name][kind], batch_s / n)
-    return out
+def machine_facts(freq):
+    """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
+    cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
+    cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
+    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.3).
+    sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
+                    for d in cpu_dirs} - {None}
+    logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
+    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: logical's, below
+    caches = {}
+    for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
+        kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
+        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
+    unavailable = {k: why for k, missing, why in (
+        ("caches", not caches, "no /sys cache description on this OS"),
+        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
+         "container, or not Linux): the governor cannot be read or set here"),
+        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
+         "kernels stand in for the clock (assumed: a slower clock slows both)"),
+        ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
+        ("warm_heap", glibc_malloc() is None, "not glibc: the run cannot ask to keep the heap"))
+        if missing}
+    ident = cpu_identity(cpuinfo)
+    return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
+        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical, "caches":
+        caches, "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's
+        "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+        "libc": " ".join(platform.libc_ver()).strip() or None,
+        "cpufreq_at_start": freq, "unavailable": unavailable}
+
+
+def thread_record(flag, hardware):
+    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
+    imposed (None: as the environment set them), and that ran in this process, the parent (each
+    worker records its own: run_warnings compares); the BLAS libraries seen."""
+    env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
+    if flag:
+        imposed, asked, asked_by = flag, flag, "flag: --threads"
+    elif env:
+        first = next(iter(env.values()))
+        imposed, asked = None, int(first) if first.isdigit() else None
+        asked_by = "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
+    else:
+        imposed = asked = hardware["physical_cores"]
+        asked_by = "default: one per physical core"
+    with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
+        blas = blas_info()
+    return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
+            "imposed": imposed, "asked_by": asked_by}, blas
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1452,6 +1489,15 @@ CEILING_QUANTILE = 0.75   # a ceiling: the fast side of its repeats' rates (assu
 PLATEAU = 0.10            # DRAM's two copy sizes within 10 %: a plateau (else the roofline says)
 SAME_ROOF = 0.10          # a cache level's copy at most 10 % over beta: DRAM's roof, not its own
 SMALL_COPY_BYTES = 256 << 10  # a smaller copy slower than a larger level's: no roof of its own
+
+
+def copy_buffers(nbytes):
+    """Source and destination of a copy of working set nbytes, in one block, half a page apart
+    (modulo pages), not 4 KiB apart as back-to-back ones can be (against 4K aliasing, assumed)."""
+    n = nbytes // 8
+    gap = (2048 - 4 * n) % 4096 // 4
+    block = np.ones(2 * n + gap, dtype=np.float32)
+    return block[:n], block[n + gap:]
 
 
 def copy_rates(buffers, n_threads, reps, min_time):
@@ -1593,8 +1639,9 @@ def combine_ceilings(counted, workers, spec, given=None):
 
 
 # ----------------------------------------------------------------------------------------------
-# The workers: each a fresh process (`perf.py --worker`) that only measures, its task worker_job's;
-# the parent plans and spawns them one after another (--in-process, for tests: runs each job).
+# The workers: each a fresh process (`perf.py --worker`) that only measures, its task worker_job's
+# (its watched samples, the ops taken apart, its ceilings); the parent plans and spawns them one
+# after another (--in-process, for tests: runs each job).
 
 PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
     "full": dict(min_time=0.05, samples_per_T=100, worker_count=10, default_heap_samples_per_T=6),
@@ -1635,6 +1682,45 @@ def measuring(task):
             gc.enable()
         worker_rec["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
     worker_rec.update(ended=time.time(), cpu_s=time.process_time())
+
+
+# The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same pass on
+# rows of S that fit in cache (their mask rows gathered) and a copy of as many bytes (the ceilings'
+# copy_buffers): Block E's comparisons of what each costs, never inputs to time_s.
+
+CALL_MIN_TIME = 0.003     # each batch of calls_at's calls lasts this long at least
+CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); the fastest taken
+
+
+def calls_at(T, task, mha):
+    """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
+    passes (at_T), each pass also on as many rows of S as the largest pass's arrays fit in
+    cache_budget_bytes (in_cache: sized to, assumed to stay in cache) and as one thread's copy of
+    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
+    CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
+    x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
+    Q, K, S = map(attention_forward(x, mha, mask, keep=True).get, "QKS")  # the forward's own
+    query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
+    n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
+    pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
+    S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
+    (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
+    n_bytes = call_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
+    src, dst = copy_buffers(max(n_bytes.values()))
+    fns = scores_calls(Q, K, h)
+    for p, size in n_bytes.items():
+        fns.update({(p, "at_T"): on_T[p], (p, "in_cache"): cache[p],
+                    (p, "copy"): functools.partial(np.copyto, dst[:size // 8], src[:size // 8])})
+    if T == FOCUS_T:
+        fns["exp_float64", "in_cache"] = functools.partial(np.exp, cache_data["D"].astype("f8"))
+    out = {"in_cache_queries": n_queries}
+    for (name, kind), fn in fns.items():  # each once, untimed
+        fn()
+        out.setdefault(name, {})[kind] = math.inf
+    for _, ((name, kind), fn) in itertools.product(range(CALL_REPEATS), fns.items()):  # in turn
+        n, batch_s = run_for(fn, CALL_MIN_TIME)
+        out[name][kind] = min(out[name][kind], batch_s / n)
+    return out
 
 
 def worker_job(task):
@@ -1731,91 +1817,6 @@ def spawn_all(plan, in_process):
         done.append(spawn_one(task, in_process, worker_timeout(task)))
         say(f"{task['label']} done ({n + 1} of {len(plan['tasks'])})")
     return done
-
-
-# ----------------------------------------------------------------------------------------------
-# The machine: facts and threads (Linux: /proc, /sys; else psutil, sysctl, platform); None: unknown.
-
-def cpu_identity(cpuinfo):
-    """The CPU's name, vendor, family and model (one brand name, two CPUs: the last two differ),
-    from /proc/cpuinfo, sysctl (macOS) or platform.processor() (Windows)."""
-    info = {}
-    for key, _, value in (ln.partition(":") for ln in cpuinfo.splitlines()):
-        info.setdefault(key.strip(), value.strip())
-    name = info.get("model name") or info.get("Model") or info.get("Hardware")
-    ident = {"vendor": info.get("vendor_id") or info.get("CPU implementer"),
-             "family": info.get("cpu family"), "model": info.get("model")}
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        if platform.system() == "Darwin":
-            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], text=True,
-                                  capture_output=True, timeout=5).stdout.strip() or name
-    if m := re.search(r"Family (\d+) Model (\d+).*, (\w+)", platform.processor()):  # Windows
-        ident = {"vendor": m[3], "family": m[1], "model": m[2]}
-    return {"cpu_model": name or platform.processor() or "unknown",
-            **{k: int(v) if v and v.isdigit() else v for k, v in ident.items()}}
-
-
-def numpy_simd():
-    """The SIMD features numpy detects here, the dispatch targets this CPU supports,
-    and the target each float32 kernel of the softmax runs here (numpy >= 2.1 says; else None)."""
-    umath = (getattr(np, "_core", None) or np.core)._multiarray_umath  # numpy 2, else 1.x
-    found = umath.__cpu_features__
-    info = getattr(getattr(np.lib, "introspect", None), "opt_func_info", None)
-    return {"simd_flags": [f for f, on in found.items() if on],
-            "numpy_dispatch_supported": [f for f in umath.__cpu_dispatch__ if found.get(f)],
-            "numpy_softmax_kernels": info and {n: s["current"] for n, sigs in info(
-                "^(add|maximum|subtract|exp|divide)$", "float32").items() for s in sigs.values()}}
-
-
-def machine_facts(freq):
-    """The machine as the run found it; freq: cpufreq's settings at the start (cpufreq_settings)."""
-    cpuinfo = read_text(SYSROOT / "proc/cpuinfo", "")
-    cpu_dirs = sorted(SYSROOT.glob("sys/devices/system/cpu/cpu[0-9]*/topology"))
-    # A physical core: one set of hyper-thread siblings (thread_siblings_list before Linux 5.3).
-    sibling_sets = {read_text(d / "core_cpus_list") or read_text(d / "thread_siblings_list")
-                    for d in cpu_dirs} - {None}
-    logical = len(cpu_dirs) or psutil.cpu_count() or os.cpu_count() or 1
-    physical = len(sibling_sets) or psutil.cpu_count(logical=False)  # None: logical's, below
-    caches = {}
-    for idx in sorted(SYSROOT.glob("sys/devices/system/cpu/cpu0/cache/index*")):
-        kind = {"Data": "d", "Instruction": "i"}.get(read_text(idx / "type", ""), "")
-        caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
-    unavailable = {k: why for k, missing, why in (
-        ("caches", not caches, "no /sys cache description on this OS"),
-        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
-         "container, or not Linux): the governor cannot be read or set here"),
-        ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
-         "kernels stand in for the clock (assumed: a slower clock slows both)"),
-        ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
-        ("warm_heap", glibc_malloc() is None, "not glibc: the run cannot ask to keep the heap"))
-        if missing}
-    ident = cpu_identity(cpuinfo)
-    return {"cpu_model": ident.pop("cpu_model"), "cpu_governor_at_run": freq["governor"], **ident,
-        **numpy_simd(), "logical_cpus": logical, "physical_cores": physical or logical, "caches":
-        caches, "virtualized": " hypervisor" in cpuinfo if "\nflags" in cpuinfo else None,  # x86's
-        "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
-        "libc": " ".join(platform.libc_ver()).strip() or None,
-        "cpufreq_at_start": freq, "unavailable": unavailable}
-
-
-def thread_record(flag, hardware):
-    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
-    imposed (None: as the environment set them), and that ran in this process, the parent (each
-    worker records its own: run_warnings compares); the BLAS libraries seen."""
-    env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
-    if flag:
-        imposed, asked, asked_by = flag, flag, "flag: --threads"
-    elif env:
-        first = next(iter(env.values()))
-        imposed, asked = None, int(first) if first.isdigit() else None
-        asked_by = "environment: " + ", ".join(f"{k}={v}" for k, v in env.items())
-    else:
-        imposed = asked = hardware["physical_cores"]
-        asked_by = "default: one per physical core"
-    with threadpool_limits(imposed, user_api="blas"):  # None: leave the pool as it is
-        blas = blas_info()
-    return {"blas_threads": blas[0]["num_threads"] if blas else None, "asked": asked,
-            "imposed": imposed, "asked_by": asked_by}, blas
 
 
 # ----------------------------------------------------------------------------------------------
