@@ -10,6 +10,7 @@ with what makes it true; rebind.py prints those a new run no longer bears out.
 The write-up's answers are the thirteen runs' together: the committed run and its twelve reruns,
 each summarised alike (run_summary). A claim over RUNS reads the same set whichever of the thirteen is
 committed, so it holds or fails alike in every swap (test_swap.py swaps them)."""
+import collections
 import json
 import math
 
@@ -251,12 +252,16 @@ COPY_SHARE = lambda ps: sum(p["copy_ns_per_element"] for p in ps) / sum(  # noqa
     p["ns_per_element"] for p in ps)
 PASS_RATIO = lambda e: e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"]  # noqa: E731
 IN_CACHE = lambda x: all(NEARER_CACHE(ps) for ps in entries(x))  # noqa: E731  at every T
-DEAREST = {64: "max", 128: "max", 256: "exp", 512: "exp"}  # as the lab README says it
+DEAREST = {64: "max", 128: "max", 256: "exp"}  # as the lab README says it
+DEAREST_512 = lambda x: [max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"])  # noqa: E731
+                         for e in x["softmax_passes"] if e["T"] == 512][0]
+LEADS_512 = lambda r, m: collections.Counter(  # noqa: E731  (pass, runs) of the pass that led most often
+    DEAREST_512(x) for x in RUNS(r, m)).most_common(1)[0]
 
 
 def DEAREST_AS_SAID(x):
     return all(max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
-               for e in x["softmax_passes"])
+               for e in x["softmax_passes"] if e["T"] in DEAREST)
 
 
 MATERIAL_SHARE = 0.05  # the lab README's "some op of 5 % of the forward": the ops its finding counts
@@ -295,10 +300,7 @@ RERUN_COUNT = lambda r, m: count(len(RERUNS))  # noqa: E731
 SOFTMAX_MEMORY = lambda r, m: n_runs(r, m, lambda x: ALL_T(x, ["softmax"], "memory"))  # noqa: E731
 SM_RANGE = lambda r, m: spread(r, m, SM_RATIO, 1, 100)  # noqa: E731
 UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_RATIO(x) < 0.1)  # noqa: E731
-SM_LEVEL = lambda x: x["softmax_at_T_512"]["ratio_to_level_roof"]  # noqa: E731  the roof of its cache
-LEVEL_RANGE = lambda r, m: spread(r, m, SM_LEVEL, 1, 100)  # noqa: E731
 LEVEL_NAME = lambda r, m: "/".join(sorted({x["softmax_at_T_512"]["level"] for x in RUNS(r, m)}))  # noqa: E731
-LEVEL_UNDER_10 = lambda r, m: n_runs(r, m, lambda x: SM_LEVEL(x) < 0.1)  # noqa: E731
 SM_SHARE = lambda r, m: spread(r, m, lambda x: x["time_share"]["512"]["softmax"], 1, 100)  # noqa: E731
 BYTES_SAVED = lambda r, m: num(P27(r)["bytes_reduction"], 0)  # noqa: E731
 PAST_RIDGE = lambda r, m: n_runs(r, m, lambda x: x["phase_27_past_ridge"])  # noqa: E731
@@ -329,7 +331,6 @@ def class_row(label, cls):
 
 
 LAB = [
-    ("its arrays fit in, the **{}**", LEVEL_NAME),
     # the title's paragraph
     ("held in, of **{}** runs", N),
     ("made over **{}** minutes", MINUTES),
@@ -353,8 +354,6 @@ LAB = [
     ("the softmax ran at **{} %** of its memory roofline", SM_RANGE),
     ("across the **{}** runs: under", N),
     ("under the lab's 10 % in **{}** of them", UNDER_10),
-    ("point estimate): **{} %**, under 10 %", LEVEL_RANGE),
-    ("under 10 % in **{}**. This run's", LEVEL_UNDER_10),
     ("This run's: **{}** GFLOPS,", lambda r, m: num(op(r, 512, "softmax")["GFLOPS"], 2)),
     ("GFLOPS, **{} %** of", lambda r, m: pct(SM(r)["ratio_to_memory_roof"])),
     ("%** of **{}** (β", lambda r, m: num(SM(r)["memory_roof_GFLOPS"], 1)),
@@ -365,19 +364,24 @@ LAB = [
     ("one thread's copy (**{}** GB/s)", lambda r, m: num(LV(r, "DRAM")["GBps_1thread"], 1)),
     ("in cache, at every T in {} of the", lambda r, m: n_runs(r, m, IN_CACHE)),
     ("of the {} runs; copies", N),
-    ("of the {} runs. numpy", N),
+    ("of the {} runs; at T = 512", N),
+    ("memory-bound at every T in **{}** of the runs.", lambda r, m: n_runs(
+        r, m, lambda x: ALL_T(x, ["scores", "av"], "memory"))),
     ("(processes timing them: **{}**)", lambda r, m: str(SP(r, 512)["process_count"])),
     *(pass_row(p) for p in perf.PASSES),
     ("copies of their bytes (**{} %** of the sum)", lambda r, m: range_of([100 * COPY_SHARE(ps) for x in RUNS(r, m)
                                                              for ps in entries(x)], 0)),
     ("The passes' sum, **{} %** of the sweep's", lambda r, m: range_of([
         100 * PASS_RATIO(e) for x in RUNS(r, m) for e in x["softmax_passes"]], 0)),
-    ("exp at T = 256 and 512, in **{}** of", lambda r, m: n_runs(r, m, DEAREST_AS_SAID)),
+    ("exp at T = 256, in **{}** of", lambda r, m: n_runs(r, m, DEAREST_AS_SAID)),
+    ("at T = 512 **{}** led most often", lambda r, m: LEADS_512(r, m)[0]),
+    ("led most often, in **{}**.", lambda r, m: str(LEADS_512(r, m)[1])),
     ("its AVX-512 (`{}`) exp kernel", lambda r, m: r["hardware"]["numpy_softmax_kernels"]["exp"]),
     ("float64's took **{}** times as long", lambda r, m: num(EXP_PRECISION(r)["float64_over_float32"], 1)),
     ("The lab counts **{} MB** at", lambda r, m: num(op(r, 512, "softmax")["bytes"] / 1e6, 1)),
     ("add up to **{} MB**", lambda r, m: num(SP(r, 512)["passes_bytes"] / 1e6, 1)),
-    ("arrays fit in the **{}** at every T, so", LEVEL_NAME),
+    ("softmax's arrays under the **{}**'s", LEVEL_NAME),
+    ("This run's L3 copy (**{}** MiB, half", lambda r, m: str(LV(r, "L3")["bytes"] >> 20)),
     ("the curriculum's), from T = **{}**", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     # question 3
     ("would move **{}** times fewer bytes", BYTES_SAVED),
@@ -424,13 +428,12 @@ LAB = [
     ("the processes' **{}**th percentiles", lambda r, m: EST(r, "process_quantile")),
     ("interval (this run's: **{} %** coverage)", lambda r, m: pct(op(r, 512, "scores")["time_s_interval_coverage"])),
     ("β and π: the **{}**th percentile", lambda r, m: EST(r, "ceiling_quantile")),
-    ("(this run's: **{}**) of a 128 MiB", CEILING_REPEATS),
+    ("(this run's: **{}**) of a", CEILING_REPEATS),
     ("of a {} MiB copy", lambda r, m: str(LV(r, "DRAM")["bytes"] >> 20)),
     ("of a {}² fp32 matmul", lambda r, m: str(C(r)["matmul"]["n"]) if C(r)["source"] == "measured" else "?"),
 ]
 
 TOP = [
-    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("(its forward at T = 512: **{}** ms;", lambda r, m: num(1e3 * FWD(run_summary(r, m)), 3)),
     ("ms; the runs': **{}**)", FWD_RANGE),
     ("its **{}** reruns, made", RERUN_COUNT),
@@ -439,8 +442,6 @@ TOP = [
     ("of the **{}** runs;", N),
     *CLASSES_SAID,
     ("it ran at **{} %** of its", SM_RANGE),
-    ("**), **{} %**, under 10 %", LEVEL_RANGE),
-    ("under 10 % in **{}**. Timed apart, its six", LEVEL_UNDER_10),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("with **{}** times fewer bytes", BYTES_SAVED),
     ("past the ridge in **{}** of the runs", PAST_RIDGE),
@@ -456,20 +457,17 @@ TOP = [
 ]
 
 REPORT = [
-    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("run and its **{}** reruns;", RERUN_COUNT),
     ("at every T in **{}** of", SOFTMAX_MEMORY),
     ("of the **{}** runs.", N),
     *CLASSES_SAID,
     ("the softmax ran at **{} %** of", SM_RANGE),
-    ("**), **{} %**), and took", LEVEL_RANGE),
     ("under the lab's 10 % in **{}** of the runs", UNDER_10),
     ("took **{} %** of the forward", SM_SHARE),
     ("would move **{}** times fewer bytes", BYTES_SAVED),
 ]
 
 SOLUTION = [
-    ("its arrays fit in (the **{}**", LEVEL_NAME),
     ("committed run and **{}** reruns", RERUN_COUNT),
     ("made over **{}** minutes", MINUTES),
     ("at every T (intensity 5/8) in **{}** of", SOFTMAX_MEMORY),
@@ -480,14 +478,12 @@ SOLUTION = [
     ("as written finds a threshold in **{}** of", lambda r, m: n_runs(
         r, m, lambda x: x["inequality_threshold"] is not None)),
     *CLASSES_SAID,
-    ("point estimate, between T = **{}**.", THRESHOLDS("** and **")),
+    ("point estimate: T = **{}**.", THRESHOLDS("** and **")),
     ("π ≈ {} GFLOPS and", lambda r, m: str(LAP(r)["pi_GFLOPS"])),
     ("β of {} GB/s, a ridge", lambda r, m: "{}–{}".format(*LAP(r)["beta_GBps"])),
     ("a ridge of **{}**: above", lambda r, m: both(*LAP(r)["ridge_range"], 1)),
     ("above {}, so expect", lambda r, m: num(THR(r)["asymptotic_intensity"], 0)),
     ("in the reference, **{} %** of its", SM_RANGE),
-    ("**), **{} %**, under 10 %", LEVEL_RANGE),
-    ("under 10 % in **{}**: say which roof", LEVEL_UNDER_10),
     ("under 10 % in **{}** of the runs", UNDER_10),
     ("and from T = {} a working set", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     ("past its {} MiB L3", lambda r, m: str(LAP(r)["caches_bytes"]["L3"] >> 20)),
@@ -560,7 +556,7 @@ REP = "PHASE_15_REPORT.md"
 EVERY = lambda r, m, pred: all(pred(x) for x in RUNS(r, m))  # noqa: E731  in every run
 SOME = lambda r, m, pred: any(pred(x) for x in RUNS(r, m))  # noqa: E731  in some run
 MOST = lambda r, m, pred: 2 * sum(pred(x) for x in RUNS(r, m)) > len(RUNS(r, m))  # noqa: E731
-EPYC_VM = lambda r: ("EPYC" in r["hardware"]["cpu_model"] and r["hardware"]["physical_cores"] == 2  # noqa
+XEON_VM = lambda r: ("Xeon" in r["hardware"]["cpu_model"] and r["hardware"]["physical_cores"] == 2  # noqa
                      and r["hardware"]["virtualized"])
 AVX512 = lambda r: "AVX512F" in r["hardware"]["simd_flags"]  # noqa: E731
 EXP_AVX512 = lambda r: (r["hardware"]["numpy_softmax_kernels"]["exp"] in  # noqa: E731  numpy's exp kernel:
@@ -572,11 +568,7 @@ SAME_SCRIPT = lambda r, m: len(RERUNS) == 12 and all(  # noqa: E731  the same co
 SCORES_AV_RISE = lambda r, m: EVERY(r, m, lambda x: x["dram_bound"]["scores"] == x["dram_bound"]["av"]) and all(  # noqa
     op(r, a, "scores")["intensity"] < op(r, b, "scores")["intensity"] for a, b in zip(TS, TS[1:]))
 RIDGE_FOLLOWS_BETA = lambda r, m: BETA_RIDGE_RANKS(r, m) <= -0.5  # noqa: E731  the ridge, π / β, falls as β rises
-CLASS_VARIES = lambda r, m: any(len({BOUND(x, "scores", T) for x in RUNS(r, m)}) > 1 for T in TS)  # noqa: E731
-CLASS_BY_T = lambda r, m: SOME(r, m, lambda x: len(set(x["dram_bound"]["scores"])) > 1)  # noqa: E731  in some run
-CLASS_DEPENDS = lambda r, m: SCORES_AV_RISE(r, m) and CLASS_VARIES(r, m) \
-    and CLASS_BY_T(r, m)  # they share their classes, rise with T; the class moves with T and with the run
-BYTES_BEHIND = lambda x: all(COPY_SHARE(ps) < 0.5 for ps in entries(x))  # noqa: E731
+BYTES_BEHIND = lambda x: all(COPY_SHARE(ps) < 1 for ps in entries(x))  # noqa: E731  the copies cost less
 PASSES_MOST = lambda x: all(PASS_RATIO(e) > 0.5 for e in x["softmax_passes"])  # noqa: E731
 SCALE_PART = lambda x: 0 < x["scores_scale_at_T_512"]["scale_s"] < (  # noqa: E731
     x["time_s"]["512"]["scores"] - x["time_s"]["512"]["av"])
@@ -598,22 +590,22 @@ MARKERS = [
 ]
 
 CLAIMS = [
-    (LABR, "on a 2-core virtual machine whose CPU reports itself as AMD EPYC (with AVX-512)",
-     lambda r, m: EPYC_VM(r) and AVX512(r)),
+    (LABR, "on a 2-core virtual machine whose CPU reports itself as Intel Xeon (with AVX-512)",
+     lambda r, m: XEON_VM(r) and AVX512(r)),
     (LABR, "runs of this `perf.py`", SAME_SCRIPT),
     (LABR, "the softmax is memory-bound and the projections compute-bound at every T in every run",
      lambda r, m: EVERY(r, m, lambda x: ALL_T(x, ["softmax"], "memory") and ALL_T(x, PROJ, "compute"))),
     (LABR, "past every run's ridge", lambda r, m: EVERY(r, m, lambda x: x["phase_27_past_ridge"])),
     # question 1
-    (LABR, "Scores and av rise in intensity with T, and each run classes them against its ridge's range, so "
-     "their class depends on T and on the run", CLASS_DEPENDS),
+    (LABR, "Scores and av rise in intensity with T toward d_k/2, and each run classes them against its ridge's "
+     "range", SCORES_AV_RISE),
     (LABR, "and the ridge with β", RIDGE_FOLLOWS_BETA),
     # question 2
     (LABR, "threads copying", lambda r, m: EVERY(r, m, lambda x: x["beta_from"] == "all_cpus")),
-    (LABR, "copies of their bytes cost far less", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
+    (LABR, "copies of their bytes cost less", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
     (LABR, "lay closer to the same calls in cache than to copies of their bytes",
      lambda r, m: EVERY(r, m, IN_CACHE)),
-    (LABR, "The dearest pass** is max at T = 64 and 128 and exp at T = 256 and 512",
+    (LABR, "The dearest pass** is max at T = 64 and 128 and exp at T = 256",
      lambda r, m: MOST(r, m, DEAREST_AS_SAID)),
     (LABR, "numpy runs its AVX-512", lambda r, m: EXP_AVX512(r)),
     # question 3
@@ -626,29 +618,30 @@ CLAIMS = [
     (LABR, "In every run, part is the scaling pass", lambda r, m: EVERY(r, m, SCALE_PART)),
     (LABR, "and part the threads", lambda r, m: EVERY(r, m, THREADS_PART)),
     (LABR, "which help av more than scores", lambda r, m: EVERY(r, m, THREADS_PART)),
-    (LABR, "so all three columns should time cache", lambda r, m: EVERY(r, m, lambda x: x["softmax_at_T_512"]["level"] != "DRAM")),
-    (LABR, "past it a T was still near the ridge in some runs", lambda r, m: SOME(r, m, lambda x: any(
-        IN_CLASS(x, T, "near_ridge") for T in TS if T > (x["scores_av_threshold"]["T_threshold"] or math.inf)))),
+    (LABR, "ran within 10 % of β, so the roofline gives the L3 no roof of its own",
+     lambda r, m: LV(r, "L3")["same_roof_as_DRAM"]),
+    (LABR, "at T = 512 every run sets the softmax's arrays under the", lambda r, m: len(
+        {x["softmax_at_T_512"]["level"] for x in RUNS(r, m)}) == 1),
     (LABR, "the forward page-faults ≥ 1 a forward from T = 256 on", lambda r, m: MOST(r, m, FAULTS_FROM_256)),
     # the thirteen runs
     (LABR, "no cpufreq, so no `performance` governor",
      lambda r, m: r["conditions"]["unknown"] == ["governor_or_turbo_changed"]
      and r["hardware"]["cpu_governor_at_run"] == "unavailable"),
 
-    ("README.md", "It ran on a 2-core virtual machine whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
+    ("README.md", "It ran on a 2-core virtual machine whose CPU reports itself as Intel Xeon", lambda r, m: XEON_VM(r)),
     ("README.md", "made one after another", ONE_AFTER_ANOTHER),
     ("README.md", "which page-faults ≥ 1 a forward from T = 256 on", lambda r, m: EVERY(r, m, FAULTS_FROM_256)),
     ("README.md", "the projections at no T", lambda r, m: EVERY(r, m, lambda x: ALL_T(x, PROJ, "compute"))),
-    ("README.md", "Scores and av rise in intensity with T, and each run classes them against its ridge's range, "
-     "so their class depends on T and on the run", CLASS_DEPENDS),
+    ("README.md", "Scores and av rise in intensity with T toward d_k/2, and each run classes them against its "
+     "ridge's range", SCORES_AV_RISE),
     ("README.md", "Timed apart, its six numpy passes over the T×T array cost together about what the same "
      "calls cost in cache", lambda r, m: EVERY(r, m, lambda x: IN_CACHE(x) and PASSES_MOST(x))),
     ("README.md", "against the lab's expectation that the projections lead",
      lambda r, m: not SOME(r, m, lambda x: x["expected_observations_held"][0])),
 
-    (REP, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
-    (REP, "Scores and av rise in intensity with T, and each run classes them against its ridge's range, so "
-     "their class depends on T and on the run", CLASS_DEPENDS),
+    (REP, "whose CPU reports itself as Intel Xeon", lambda r, m: XEON_VM(r)),
+    (REP, "Scores and av rise in intensity with T toward d_k/2, and each run classes them against its ridge's "
+     "range", SCORES_AV_RISE),
     (REP, "cost together about what the same calls cost in cache, at every T in every run",
      lambda r, m: EVERY(r, m, IN_CACHE)),
     (REP, "the T² ops dominate at T = 512 and the softmax is never the smallest op; at T = 64 the projections do not lead",
@@ -657,11 +650,10 @@ CLAIMS = [
      lambda r, m: EVERY(r, m, lambda x: FAULTS_FROM_256(x) and FAULTS_OVER_1000(x))),
     (REP, "fresh processes can run the same op at different speeds", lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
 
-    (SOL, "whose CPU reports itself as AMD EPYC", lambda r, m: EPYC_VM(r)),
+    (SOL, "whose CPU reports itself as Intel Xeon", lambda r, m: XEON_VM(r)),
     (SOL, "what the six timers cost, with a distribution-free interval of at least", lambda r, m: all(
         x["instrumentation_overhead_interval_coverage"] >= r["estimators"]["confidence"] for x in r["sweep"])),
-    (SOL, "In the reference each run classes them against its ridge's range, so their class depends on T and "
-     "on the run", CLASS_DEPENDS),
+    (SOL, "In the reference each run classes them against its ridge's range", SCORES_AV_RISE),
     (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T",
      lambda r, m: EVERY(r, m, IN_CACHE)),
     (SOL, "a process can run an op at its own speed, further from the others than its own samples spread",
@@ -672,9 +664,9 @@ CLAIMS = [
      lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
     (SOL, "passes took longer than three small matmuls in the reference",
      lambda r, m: EVERY(r, m, lambda x: x["time_s"]["64"]["softmax"] > x["time_s"]["64"]["qkv_proj"])),
-    (SOL, "Timed against untimed forwards differ most at T = 64, the shortest forward",
-     lambda r, m: EVERY(r, m, lambda x: max(x["timers"], key=lambda T: abs(x["timers"][T][0]))
-                        == "64" == min(x["forward_s"], key=x["forward_s"].get))),
+    (SOL, "Timed against untimed forwards differ most at the two shortest forwards, T = 64 and 128",
+     lambda r, m: EVERY(r, m, lambda x: max(x["timers"], key=lambda T: abs(x["timers"][T][0])) in ("64", "128")
+                        and sorted(x["forward_s"], key=x["forward_s"].get)[:2] == ["64", "128"])),
 
     (REFL, "it turned out to be the largest op at every length I tried",
      lambda r, m: EVERY(r, m, lambda x: set(x["dominant_op_per_T"].values()) == {"softmax"})),
@@ -683,16 +675,14 @@ CLAIMS = [
     (REFL, "passes, timed apart, came to most of the softmax's own time at every length",
      lambda r, m: EVERY(r, m, PASSES_MOST)),
     (REFL, "the bytes I had expected to dominate never caught up with the work", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
-    (REFL, "it was the dearest pass at the longer lengths, though numpy ran its SIMD kernel for it",
-     lambda r, m: EVERY(r, m, lambda x: DEAREST_AT(x, (256, 512))) and EXP_AVX512(r)),
+    (REFL, "it was the dearest pass at T = 256, though numpy ran its SIMD kernel for it",
+     lambda r, m: EVERY(r, m, lambda x: DEAREST_AT(x, (256,))) and EXP_AVX512(r)),
     (REFL, "and still only part of the time", lambda r, m: EVERY(r, m, lambda x: all(
         e["passes"]["exp"]["ns_per_element"] < 0.5 * e["passes_ns_per_element"] for e in x["softmax_passes"]))),
-    (REFL, "at the shortest the row maximum cost more", lambda r, m: EVERY(r, m, lambda x: DEAREST_AT(x, (64,)))),
+    (REFL, "at the shortest lengths the row maximum cost more", lambda r, m: EVERY(r, m, lambda x: DEAREST_AT(x, (64, 128)))),
     (REFL, "Naive numpy runs the softmax as six passes", lambda r, m: EVERY(r, m, PASSES_MOST)),
-    (REFL, "My passes cost far more than copying their bytes", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
+    (REFL, "My passes cost more than copying their bytes", lambda r, m: EVERY(r, m, BYTES_BEHIND)),
     (REFL, "processes can disagree more than one process's own samples do", lambda r, m: SOME(r, m, PROCESSES_DIFFER)),
-    (REFL, "leave out those that a separate check, one that does not read the ops' own times, saw slow all along",
-     lambda r, m: SOME(r, m, lambda x: x["left_out"] > 0)),
     (REFL, "sat further below the two-thread roof than below the one-thread one in every run",
      lambda r, m: EVERY(r, m, lambda x: SM_RATIO(x) < SM_1T(x))),
     (REFL, "scores' extra pass over the big matrix is part of it, and the threads another, not the rest",

@@ -53,30 +53,15 @@ def processes_alike(r, m, runs):
             o["between_process_rsd"] = 0.0
 
 
-def no_ridge_class(r, m, runs):
-    for x in runs:
-        x["dram_bound"].update(scores=["memory"] * 4, av=["memory"] * 4)
-    for row in r["sweep"]:
-        for k in ("scores", "av"):
-            row["ops"][k]["dram_bound"] = "memory"
-
-
-def beta_against_the_classes(r, m, runs):
-    for x in runs:  # the runs that put scores furthest right, given the lowest β
-        x["beta"] = 1.0 if x["dram_bound"]["scores"].count("compute") > 1 else x["beta"]
-
-
 MUTATIONS = {
     "another machine": lambda r, m, runs: r["hardware"].update(
         cpu_model="Intel(R) Core(TM) i5-8250U", virtualized=False, physical_cores=4, simd_flags=["AVX2"],
         numpy_softmax_kernels={**r["hardware"]["numpy_softmax_kernels"], "exp": "X86_V3"}),
     "another script": each_rerun(lambda x: x.update(perf_py_code_digest="0" * 64)),
     "av's class apart from scores'": each_rerun(lambda x: x["dram_bound"].update(av=["compute"] * 4)),
-    "one class for scores and av, every T, every run": no_ridge_class,
     "each run one class for scores and av at every T": lambda r, m, runs: [
         [x["dram_bound"].update(scores=[c] * 4, av=[c] * 4) for x, c in zip(runs, ["memory", "compute"] * 7)],
         [row["ops"][k].update(dram_bound="compute") for row in r["sweep"] for k in ("scores", "av")]],
-    "β against the classes": beta_against_the_classes,
     "the softmax compute-bound once": each_rerun(lambda x: x["dram_bound"]["softmax"].__setitem__(0, "compute")),
     "a projection memory-bound once": each_rerun(lambda x: x["dram_bound"]["qkv_proj"].__setitem__(0, "memory")),
     "threads help the softmax": each_rerun(lambda x: x["threads_over_one"]["512"].update(softmax=0.5)),
@@ -90,7 +75,8 @@ MUTATIONS = {
     "exp most of the passes": passes(lambda e: e["passes"]["exp"].update(
         ns_per_element=e["passes_ns_per_element"])),
     "the fused op short of the ridge": each_rerun(lambda x: x.update(phase_27_past_ridge=False)),
-    "the softmax's arrays past the caches": each_rerun(lambda x: x["softmax_at_T_512"].update(level="DRAM")),
+    "the softmax's arrays under two roofs": lambda r, m, runs: runs[0]["softmax_at_T_512"].update(level="L3"),
+    "an L3 roof of its own": lambda r, m, runs: r["ceilings"]["levels"]["L3"].update(same_roof_as_DRAM=False),
     "the projections lead at T = 64": each_rerun(lambda x: (x.update(
         expected_observations_held=[True, True, True]), x["time_s"]["64"].update(softmax=0.0))),
     "the smallest op the softmax": each_rerun(lambda x: x.update(expected_observations_held=[False, True, False])),
@@ -116,8 +102,6 @@ MUTATIONS = {
     "eleven reruns": lambda r, m, runs: runs.pop(),
     "every run disturbed": lambda r, m, runs: [r["conditions"].update(verdict="disturbed")] + [
         x.update(conditions_verdict="disturbed") for x in runs],
-    "no process left out": lambda r, m, runs: [r["canary"].update(left_out={})] + [
-        x.update(left_out=0) for x in runs],
 }
 
 
