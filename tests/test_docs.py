@@ -5,6 +5,7 @@ that names the phrase. A number in the prose that no phrase ties fails too, unle
 (bindings.py) names it: the lab's vocabulary and figures (a T, a phase, d_k, its 10 %, its laptop's
 6 MiB, the 2048² matmul) and the project's names. Verdict words (quiet, yes, no, none) are tied
 the same way."""
+import ast
 import json
 import re
 import shutil
@@ -152,6 +153,37 @@ def test_the_committed_run_is_of_the_committed_perf_py_s_code():
         == perf.code_digest(source)
     assert perf.code_digest(source.replace("PROCESS_QUANTILE = 0.25", "PROCESS_QUANTILE = 0.26")) \
         != perf.code_digest(source)
+    # A definition moved (run_for to the file's end) keeps it: the order of top-level statements is
+    # left out, which says nothing lost only while no name is bound by two of them.
+    a = source.index("def run_for(")
+    b = source.index("\n\n\n", a) + 3
+    assert perf.code_digest(source[:a] + source[b:] + "\n\n" + source[a:b]) == perf.code_digest(source)
+    assert bound_twice(source) == set()
+    assert bound_twice(source + "\nT_SWEEP = (64,)\n") == {"T_SWEEP"}  # it can fail
+
+
+def bound_twice(source):
+    """Names that two top-level statements bind (a definition, an assignment, an import)."""
+    seen, twice = set(), set()
+    for stmt in ast.parse(source).body:
+        names = binds(stmt)
+        twice |= names & seen
+        seen |= names
+    return twice
+
+
+def binds(stmt):
+    """The module-level names one statement binds: not a function's locals, nor a comprehension's."""
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = getattr(stmt, "targets", None) or [stmt.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    inner = [getattr(stmt, f, []) for f in ("body", "orelse", "finalbody")]  # a try's, an if's
+    inner += [h.body for h in getattr(stmt, "handlers", [])]
+    return set().union(*(binds(s) for block in inner for s in block))
 
 
 def test_results_summary_from_the_lab_s_formulas():

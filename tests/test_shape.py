@@ -155,7 +155,7 @@ def moved_to_end(source, name):
     return source[:a] + source[b:] + "\n\n" + source[a:b]
 
 
-def runs(sections):
+def stretches(sections):
     """How many stretches of neighbouring sections a set of section numbers makes. A stretch is
     counted in sections (the lines between two banners, however many), not in lines."""
     return sum(1 for i in sections if i - 1 not in sections)
@@ -164,11 +164,11 @@ def runs(sections):
 def test_the_docstring_map_answers_each_question_in_two_stretches_of_the_file_at_most():
     named = sections_named(ast.get_docstring(TREE), SOURCE)
     assert len(named) == 5 and all(named)  # the five questions, each naming what exists
-    assert [runs(s) for s in named if runs(s) > 2] == []
+    assert [stretches(s) for s in named if stretches(s) > 2] == []
     # It can fail: judge_run moved to the file's end takes question 4 (named[3]: counted from 0)
     # to a third stretch.
     moved = moved_to_end(SOURCE, "judge_run")
-    assert runs(sections_named(ast.get_docstring(ast.parse(moved)), moved)[3]) == 3
+    assert stretches(sections_named(ast.get_docstring(ast.parse(moved)), moved)[3]) == 3
 
 
 def reached_in_part_two(tree, source, roots):
@@ -196,11 +196,11 @@ def test_what_the_verdict_and_the_ceilings_use_lies_in_the_stretches_the_map_nam
     verdict and the ceilings use, through Part II, lies in the map's two stretches (or beside)."""
     named = sections_named(ast.get_docstring(TREE), SOURCE)
     for q, roots in ROOTS.items():
-        assert runs(named[q] | reached_in_part_two(TREE, SOURCE, roots)) <= 2, roots
+        assert stretches(named[q] | reached_in_part_two(TREE, SOURCE, roots)) <= 2, roots
     # It can fail: make_check, which every check calls, moved to the file's end is a third.
     moved = moved_to_end(SOURCE, "make_check")
     tree = ast.parse(moved)
-    assert runs(sections_named(ast.get_docstring(tree), moved)[3]
+    assert stretches(sections_named(ast.get_docstring(tree), moved)[3]
                 | reached_in_part_two(tree, moved, ROOTS[3])) == 3
 
 

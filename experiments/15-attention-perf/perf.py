@@ -11,22 +11,20 @@ calls it (a worker's watched samples, quiet or disturbed, the machine, the ceili
 and their jobs, a run, --compare, the command line) and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
-  banner lists a worker's, with the canary's word after it (sampling, watched, after_sample,
+  banner lists a worker's, with the canary's word after it (sampling_plan, watched, after_sample,
   machine_around, watched_samples; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
-  softmax_pass_calls), and Block D's tables, after its drawing, to Block F (forward_arrays,
-  op_cost, OP_ARRAYS, CALL_ARRAYS, FLASH_ARRAYS; E's and F's answers on scores and the softmax,
-  analyse, make_manifest);
+  softmax_pass_calls), and Block D's tables to Block F (forward_arrays, op_cost, OP_ARRAYS,
+  CALL_ARRAYS, FLASH_ARRAYS; E's and F's answers on scores and the softmax, analyse, make_manifest);
 - quiet or disturbed: the watch, "Quiet or disturbed" and the machine, one stretch
   (watched_samples; judge_processes, the checks, judge_run, run_warnings; machine_facts,
   thread_record), and the run (run_lab, which calls the last two);
-- beta and pi: Block B's batch and interval (run_for, quantile_estimate), and from "Quiet or
-  disturbed" on: whose repeats count (judge_processes, as for time_s); after the checks, the
-  caches' sizes (machine_facts), the ceilings (read_ceilings, copy_buffers, ceiling_plan,
-  time_ceilings, combine_ceilings), and the workers who time them, on which BLAS threads and when
-  (measuring, worker_job, make_plan).
+- beta and pi: Block B's run_for and quantile_estimate, and from "Quiet or disturbed" on: whose
+  repeats count (judge_processes, as for time_s); past the checks, the caches (machine_facts), the
+  ceilings (read_ceilings, copy_buffers, ceiling_plan, time_ceilings, combine_ceilings), the workers
+  who time them, when, on which threads (make_plan, worker_job, measuring).
 """
 
 import argparse
@@ -92,10 +90,10 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, a new class if neither T² nor a projection;
-# its colour, function, both forwards; split from scores or the softmax, its calls taken apart, E's
-# and F's answers), Block D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS
-# if fused), tests (synthetic, test_model, test_costs, test_plots' legend cap), every run anew.
+# The ops. A sixth op touches this Block (these tuples, a class if neither T² nor a projection; its
+# colour, function, both forwards; from scores or the softmax: its calls taken apart, E's and F's
+# answers), D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused),
+# tests (synthetic, test_model/_costs/_plots/_cli/_claims, bindings), the docs, every run anew.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
@@ -164,16 +162,16 @@ def out_proj(O, mha):
     return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
 
 
-def attention_forward(x, mha, mask=None, keep=False):
-    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32; keep: {name:
-    every array it makes}, by the lab's names."""
+def attention_forward(x, mha, mask=None, arrays=False):
+    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32; arrays:
+    {name: every array it makes}, by the lab's names."""
     mask = causal_mask(len(x)) if mask is None else mask
     Q, K, V = qkv_proj(x, mha)
     S = scores(Q, K, mha.n_heads)
     A = softmax(S, mask)
     O = av(A, V, mha.n_heads)
     out = out_proj(O, mha)
-    return dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out) if keep else out
+    return dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out) if arrays else out
 
 
 def attention_forward_timed(x, mha, mask=None):
@@ -230,7 +228,7 @@ def softmax_pass_calls(S, mask):
 # around its batch (watched: the one before it is the batch before's after, or make_canary's); on
 # one BLAS thread `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the
 # canary around it over its process's reference, deciding if it feeds time_s (mark_samples). Round
-# i: the i-th sample of every T (in take_samples' order), rounds: make_plan's.
+# i: the i-th sample of every T (in take_samples' order); rounds: make_plan's (from PROFILES).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -280,9 +278,8 @@ CONFIDENCE = 0.95            # quantile_interval's least coverage, values allowi
 
 
 def quantile_interval(values, q):
-    """A distribution-free interval of the q-quantile, X(l) <= X(u), with the fewest ranks between
-    l and u such that P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q); too few values: the full
-    range. (low, high, coverage)."""
+    """(low, high, coverage): a distribution-free interval of the q-quantile, X(l) <= X(u), the
+    fewest ranks apart with P(l <= B < u) >= CONFIDENCE, B ~ Binomial(n, q); too few: the range."""
     x, n = np.sort(np.asarray(values, dtype=np.float64)), len(values)
     p = [math.comb(n, k) * q**k * (1 - q)**(n - k) for k in range(n + 1)]
     below = list(itertools.accumulate(p, initial=0.0))  # P(B < k), rising with k
@@ -302,14 +299,14 @@ def quantile_estimate(values, key, q=0.5):
 
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s (time_s_said's rule), its interval; both spreads; mean, SD."""
+    time_s (time_s_said's rule), its interval; both spreads (between: None for one); mean, SD."""
     # A process's estimate: the PROCESS_QUANTILE of its times (assumed: noise only adds).
     each = [float(np.percentile(times, 100 * PROCESS_QUANTILE)) for times in by_process]
     pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
     rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
             "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
-            "process_estimates": each, "between_process_rsd": rsd(each),
+            "process_estimates": each, "between_process_rsd": rsd(each) if len(each) > 1 else None,
             "within_process_rsd": float(np.median([rsd(times) for times in by_process]))}
 
 
@@ -423,7 +420,8 @@ def footer(fig, res, marks, protocol):
 
 def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5, headroom=1.22):
     """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar beside; rows
-    whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest."""
+    whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest (a
+    hatched bar's height at most 2.5 x the stacked: a taller one cut, "off scale")."""
     x, bottom = np.arange(len(rows)), np.zeros(len(rows))
     for op in OPS:
         ms = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
@@ -666,8 +664,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASS_ARRAYS = {k.split("/")[1]: arrays for k, arrays in CALL_ARRAYS.items() if k[:8] == "softmax/"}
 PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
-# Each op's arrays, once each (assumed: scores' P and S apart, unelided): its footprint, by which
-# place_on_roofline sets it under a cache level's roof (assumed: it runs at that copy rate).
+# Each op's arrays once each (qkv's W thrice: its weights; assumed: P, S apart, unelided): its
+# footprint, setting it under a cache level's roof (place_on_roofline; assumed: at its copy rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -882,7 +880,7 @@ def make_manifest(results):
 
 # ----------------------------------------------------------------------------------------------
 # A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
-# samples (sampling); the canary, a small fixed workload read between every two sample batches
+# samples (sampling_plan); the canary, a small fixed workload read between every two sample batches
 # (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
 # overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
 # cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up: the workers' measuring.
@@ -923,7 +921,7 @@ def blas_info():
             if lib.get("user_api") == "blas"]
 
 
-def sampling(heap_mode, rounds, blas_threads):
+def sampling_plan(heap_mode, rounds, blas_threads):
     """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
     interleaved, with timer pairs and, where the BLAS runs more than one thread, its third round
     (or last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
@@ -1203,9 +1201,9 @@ def others_by_name(start, end):
 
 
 def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs):
-    """What others did: CPU use past the cores the BLAS threads leave free (another program on
-    those is allowed: a choice), the hypervisor's steal, every worker process's (`spawned`)
-    preemptions while sampling."""
+    """What others did: CPU use past the cores the BLAS threads leave free (another program there
+    is allowed: a choice; assumed: it slows no op, even on a hyper-thread sibling of the run's),
+    the hypervisor's steal, every worker process's (`spawned`) preemptions while sampling."""
     wall = end["perf_s"] - start["perf_s"]
     others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
@@ -1528,8 +1526,7 @@ def matmul_rates(n, reps, min_time):
 
 def copy_levels(hardware, dram_bytes=None):
     """Each level's copy working set (both buffers): half of each data cache (machine_facts, cpu0),
-    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none seen: 8 MiB), >= 128 MiB, and half that; all
-    at most COPY_MAX_BYTES."""
+    >= 8 KiB; DRAM: dram_bytes, else 4x the LLC (none: 8 MiB), >= 128 MiB; its half; all capped."""
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}  # /sys writes sizes as "48K", "32M"
     caches = {name: int(size[:-1]) * unit[size[-1]] for name, lv in hardware["caches"].items()
               if (size := lv["size"] or "")[-1:] in unit and not name.endswith("i")}
@@ -1699,7 +1696,7 @@ def calls_at(T, task, mha):
     its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
     CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
     x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
-    Q, K, S = map(attention_forward(x, mha, mask, keep=True).get, "QKS")  # the forward's own
+    Q, K, S = map(attention_forward(x, mha, mask, arrays=True).get, "QKS")  # the forward's own
     query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
@@ -1798,10 +1795,10 @@ def make_plan(args, hardware, threads, given):
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
     dflt_rounds = min(prof["default_heap_samples_per_T"], per_T)
-    dflt_task = {**base, **sampling("default", dflt_rounds, None), "label": "default-heap worker",
-                 "call_Ts": [], "ceiling_spec": None}
-    tasks = [{**base, **sampling("warm", rounds, threads["blas_threads"]), "ceiling_spec": specs[i],
-              "label": f"worker {i + 1}",
+    dflt_task = {**base, **sampling_plan("default", dflt_rounds, None), "call_Ts": [],
+                 "label": "default-heap worker", "ceiling_spec": None}
+    tasks = [{**base, **sampling_plan("warm", rounds, threads["blas_threads"]),
+              "ceiling_spec": specs[i], "label": f"worker {i + 1}",
               "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
              for i in range(n_workers)]  # each T's passes timed by every second worker
     return {"tasks": [dflt_task] + tasks, "ceiling_spec": specs[0]}
@@ -1838,8 +1835,8 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
 
 
 def refuse_early(args, plan):
-    """Refuse before measuring a run the memory cannot hold (the largest T that fits named), or an
-    --out that takes no file."""
+    """Refuse, before measuring, a run the memory cannot hold (naming the largest T that fits) or
+    an --out that takes no file."""
     spec, own_rss = plan["ceiling_spec"], psutil.Process().memory_info().rss
     need = lambda Ts: own_rss + worker_memory_bytes(Ts, args.d_model, args.n_heads, spec)  # noqa
     if (needed := need(args.T)) > (available := psutil.virtual_memory().available):
@@ -1904,18 +1901,21 @@ def write_atomically(out_dir, files):
 
 def code_digest(source):
     """sha256 of a script's code alone: its syntax tree without docstrings (the module's is only
-    --help's text), empty fields left out; a comment or docstring edit keeps it, code does not."""
+    --help's text), empty fields left out, its top-level statements in any order (no name bound
+    twice there: test_docs); a comment, a docstring, a definition moved keep it; code does not."""
     def dump(node):
         if isinstance(node, list):
             return "[" + ",".join(map(dump, node)) + "]"
         if not isinstance(node, ast.AST):
             return repr(node)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(
                 node, clean=False) is not None:
             node.body = node.body[1:]
         return type(node).__name__ + "(" + ",".join(
             f"{k}={dump(v)}" for k, v in ast.iter_fields(node) if v is not None and v != []) + ")"
-    return hashlib.sha256(dump(ast.parse(source)).encode()).hexdigest()
+    tree = ast.parse(source)
+    body = tree.body[1:] if ast.get_docstring(tree, clean=False) is not None else tree.body
+    return hashlib.sha256("\n".join(sorted(map(dump, body))).encode()).hexdigest()
 
 
 def provenance(argv):
@@ -1932,7 +1932,7 @@ def results_record(cfg, hardware, threads, blas, spawned, left_out, run_t0, **se
     return {"experiment": "15-attention-perf", "date": time.strftime("%Y-%m-%d"), "config": cfg,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                      **{m: version(m) for m in ("matplotlib", "threadpoolctl", "psutil")}},
-        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # all ask alike
+        "hardware": hardware, "threads": threads, "heap": spawned[-1]["heap"],  # the workers' heap
         "environment": {k: os.environ.get(k) for k in THREAD_VARS + ("OPENBLAS_CORETYPE",
                                                                      "OPENBLAS_L2_SIZE")},
         "worker_processes": [{k: w[k] for k in "label started ended sampling_s preempted cpu_s "
