@@ -50,10 +50,11 @@ def forward_by_op(x, mha, forward=perf.attention_forward):
     return seen
 
 
-def test_keep_hands_back_the_arrays_the_ops_made_by_the_lab_s_names():
-    """calls_at takes its Q, K and S from keep: each the array its op returned in that forward."""
+def test_intermediates_hands_back_the_arrays_the_ops_made_by_the_lab_s_names():
+    """calls_at takes its Q, K and S from intermediates: each the array its op returned in that
+    forward."""
     x, mha = inputs(96)
-    made, ops = perf.attention_forward(x, mha, arrays=True), forward_by_op(x, mha)
+    made, ops = perf.attention_forward(x, mha, intermediates=True), forward_by_op(x, mha)
     by_op = dict(zip("QKV", ops["qkv_proj"][1]), S=ops["scores"][1], A=ops["softmax"][1],
                  O=ops["av"][1], out=ops["out_proj"][1])
     assert list(made) == list(by_op)

@@ -34,9 +34,13 @@ def test_summarize_by_hand():
     # seven's, whatever the three.
     split = perf.summarize([[10, 10.1, 11]] * 7 + [[30, 30.1, 31]] * 3)
     assert split["time_s"] == pytest.approx(10.05)
-    # One process (the default heap's): no spread between processes to give, not a spread of 0.
+    # One process (the default heap's): no spread between processes to give, not a spread of 0;
+    # one sample: no spread within it nor SD either.
     one = perf.summarize([[10, 10.1, 11]])
     assert one["between_process_rsd"] is None and one["within_process_rsd"] > 0
+    single = perf.summarize([[10.0], [10.1, 11]])
+    assert single["within_process_rsd"] == pytest.approx(np.std([10.1, 11], ddof=1) / 10.55)
+    assert [perf.summarize([[10.0]])[k] for k in ("within_process_rsd", "std_s")] == [None, None]
 
 
 def test_quantile_interval_by_hand():

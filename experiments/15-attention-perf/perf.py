@@ -162,16 +162,16 @@ def out_proj(O, mha):
     return O.transpose(1, 0, 2).reshape(T, h * d_k) @ mha.W_O
 
 
-def attention_forward(x, mha, mask=None, arrays=False):
-    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32; arrays:
-    {name: every array it makes}, by the lab's names."""
+def attention_forward(x, mha, mask=None, intermediates=False):
+    """Causal multi-head attention of x (T, d_model) float32 -> (T, d_model) float32;
+    intermediates: {name: every array it makes}, by the lab's names."""
     mask = causal_mask(len(x)) if mask is None else mask
     Q, K, V = qkv_proj(x, mha)
     S = scores(Q, K, mha.n_heads)
     A = softmax(S, mask)
     O = av(A, V, mha.n_heads)
     out = out_proj(O, mha)
-    return dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out) if arrays else out
+    return dict(Q=Q, K=K, V=V, S=S, A=A, O=O, out=out) if intermediates else out
 
 
 def attention_forward_timed(x, mha, mask=None):
@@ -299,15 +299,16 @@ def quantile_estimate(values, key, q=0.5):
 
 def summarize(by_process):
     """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s (time_s_said's rule), its interval; both spreads (between: None for one); mean, SD."""
+    time_s (time_s_said's rule), its interval; both spreads, mean, SD (a spread of one: None)."""
     # A process's estimate: the PROCESS_QUANTILE of its times (assumed: noise only adds).
     each = [float(np.percentile(times, 100 * PROCESS_QUANTILE)) for times in by_process]
     pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
-    rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else 0.0  # noqa: E731
+    rsd = lambda a: float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else None  # noqa: E731
+    within = [v for v in map(rsd, by_process) if v is not None]  # processes of two samples or more
     return {**quantile_estimate(each, "time_s"), "mean_s": float(pooled.mean()),
-            "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else 0.0,
-            "process_estimates": each, "between_process_rsd": rsd(each) if len(each) > 1 else None,
-            "within_process_rsd": float(np.median([rsd(times) for times in by_process]))}
+            "std_s": float(pooled.std(ddof=1)) if pooled.size > 1 else None,
+            "process_estimates": each, "between_process_rsd": rsd(each),
+            "within_process_rsd": float(np.median(within)) if within else None}
 
 
 def pool_T(T, feeding):
@@ -420,8 +421,8 @@ def footer(fig, res, marks, protocol):
 
 def stack_bars(ax, rows, default_heap, dominant, labelled, fontsize=8.5, headroom=1.22):
     """One stacked bar per row (the ops' time_s, ms), the default heap's hatched bar beside; rows
-    whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest (a
-    hatched bar's height at most 2.5 x the stacked: a taller one cut, "off scale")."""
+    whose T is `labelled` get their time and dominant op; the top: `headroom` x the tallest, a
+    hatched bar counted as at most 2.5 x the stacked; one past top / 1.12 is cut ("off scale")."""
     x, bottom = np.arange(len(rows)), np.zeros(len(rows))
     for op in OPS:
         ms = np.array([r["ops"][op]["time_s"] * 1e3 for r in rows])
@@ -630,8 +631,7 @@ def plot_roofline(res):
 
 
 def forward_arrays(T, d_model, n_heads):
-    """Bytes of every fp32 array the naive forward reads or makes: the one byte model the costs,
-    working sets, laptop and memory need read."""
+    """Bytes of every fp32 array the naive forward reads or makes: the one model of bytes."""
     d, h = d_model, n_heads
     big, row_vec = 4 * h * T * T, 4 * h * T  # an (h, T, T) array; an (h, T, 1) one
     # P = Q_h K_h^T, S = P / sqrt(d_k), Z = S + mask, m = max(Z), D = Z - m, E = exp(D),
@@ -664,8 +664,8 @@ CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/sum": ("E", "s"), "softmax/divide": ("E", "s", "A")}
 PASS_ARRAYS = {k.split("/")[1]: arrays for k, arrays in CALL_ARRAYS.items() if k[:8] == "softmax/"}
 PASSES = list(PASS_ARRAYS)  # the softmax's passes in order, their arrays in PASS_ARRAYS
-# Each op's arrays once each (qkv's W thrice: its weights; assumed: P, S apart, unelided): its
-# footprint, setting it under a cache level's roof (place_on_roofline; assumed: at its copy rate).
+# Each op's arrays once each (qkv's W thrice: its weights; P and S apart, where numpy may elide
+# one): its footprint, setting it under a cache level's roof (place_on_roofline; assumed: its rate).
 OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.fromkeys(
     a for call, arrays in CALL_ARRAYS.items() if call.startswith(op + "/") for a in arrays))
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
@@ -1696,7 +1696,7 @@ def calls_at(T, task, mha):
     its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
     CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
     x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
-    Q, K, S = map(attention_forward(x, mha, mask, arrays=True).get, "QKS")  # the forward's own
+    Q, K, S = map(attention_forward(x, mha, mask, intermediates=True).get, "QKS")
     query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
