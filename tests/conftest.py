@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,13 @@ def copy_checkout(dest):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     try:
-        (bin_dir / "python").symlink_to(sys.executable)
+        if os.name == "nt":
+            (bin_dir / "python").symlink_to(sys.executable)
+        else:  # a script, not a symlink: Python 3.10 run through a symlink to a venv's python
+            # loses the venv, and with it the installed packages
+            script = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n'
+            (bin_dir / "python").write_text(script)
+            (bin_dir / "python").chmod(0o755)
     except OSError:  # Windows without the symlink privilege: `python` is not this interpreter
         env["NO_PYTHON_LINK"] = "1"
     for command in (["git", "init", "-q"], ["git", "add", "-A"],
