@@ -253,15 +253,12 @@ COPY_SHARE = lambda ps: sum(p["copy_ns_per_element"] for p in ps) / sum(  # noqa
 PASS_RATIO = lambda e: e["passes_ns_per_element"] / e["sweep_softmax_ns_per_element"]  # noqa: E731
 IN_CACHE = lambda x: all(NEARER_CACHE(ps) for ps in entries(x))  # noqa: E731  at every T
 DEAREST = {64: "max", 128: "max", 256: "exp"}  # as the lab README says it
-DEAREST_512 = lambda x: [max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"])  # noqa: E731
-                         for e in x["softmax_passes"] if e["T"] == 512][0]
+DEAREST_PASS = lambda e: max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"])  # noqa: E731
+DEAREST_AT = lambda x, Ts: all(  # noqa: E731  the dearest pass at these T as DEAREST says
+    DEAREST_PASS(e) == DEAREST[e["T"]] for e in x["softmax_passes"] if e["T"] in Ts)
+DEAREST_AS_SAID = lambda x: DEAREST_AT(x, DEAREST)  # noqa: E731  at every T that DEAREST names
 LEADS_512 = lambda r, m: collections.Counter(  # noqa: E731  (pass, runs) of the pass that led most often
-    DEAREST_512(x) for x in RUNS(r, m)).most_common(1)[0]
-
-
-def DEAREST_AS_SAID(x):
-    return all(max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
-               for e in x["softmax_passes"] if e["T"] in DEAREST)
+    DEAREST_PASS(e) for x in RUNS(r, m) for e in x["softmax_passes"] if e["T"] == 512).most_common(1)[0]
 
 
 MATERIAL_SHARE = 0.05  # the lab README's "some op of 5 % of the forward": the ops its finding counts
@@ -574,9 +571,6 @@ SCALE_PART = lambda x: 0 < x["scores_scale_at_T_512"]["scale_s"] < (  # noqa: E7
     x["time_s"]["512"]["scores"] - x["time_s"]["512"]["av"])
 THREADS_PART = lambda x: 1 < THREAD_GAP(x, "one_thread_s") < THREAD_GAP(x, "all_threads_s")  # noqa: E731
 FAULTS_OVER_1000 = lambda x: all(x["default_heap"][T]["page_faults_per_forward"] > 1000 for T in ("256", "512"))  # noqa
-DEAREST_AT = lambda x, Ts: all(  # noqa: E731  the dearest pass at these T as DEAREST says
-    max(e["passes"], key=lambda p: e["passes"][p]["ns_per_element"]) == DEAREST[e["T"]]
-    for e in x["softmax_passes"] if e["T"] in Ts)
 
 # Markers: a question left open, said in plain text; no claim, so no predicate: only present.
 MARKERS = [
