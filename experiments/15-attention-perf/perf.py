@@ -11,8 +11,8 @@ calls it (a worker's watched samples, quiet or disturbed, the machine, the ceili
 and their jobs, a run, --compare, the command line) and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
-  banner lists a worker's, with the canary's word after it (sampling_plan, watched, after_sample,
-  machine_around, watched_samples; mark_samples);
+  banner lists a worker's, with the canary's word after it (PROFILES' rounds, sampling_plan,
+  watched, after_sample, machine_around, watched_samples; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
@@ -91,9 +91,9 @@ class UsageError(Exception):
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
 # The ops. A sixth op touches this Block (these tuples, a class if neither T² nor a projection; its
-# colour, function, both forwards; from scores or the softmax: its calls taken apart, E's and F's
-# answers), D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused),
-# tests (synthetic, test_model/_costs/_plots/_cli/_claims, bindings), the docs, every run anew.
+# colour, function, both forwards; from scores or softmax: its calls apart, E's and F's answers),
+# D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused); else only the
+# hand-worked tests (test_model, test_costs, synthetic; the rest read OPS), the docs, a new run.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
@@ -228,7 +228,7 @@ def softmax_pass_calls(S, mask):
 # around its batch (watched: the one before it is the batch before's after, or make_canary's); on
 # one BLAS thread `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the
 # canary around it over its process's reference, deciding if it feeds time_s (mark_samples). Round
-# i: the i-th sample of every T (in take_samples' order); rounds: make_plan's (from PROFILES).
+# i: the i-th sample of every T (in take_samples' order); rounds: sampling_plan's (PROFILES).
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -760,16 +760,14 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
 
 
 def softmax_against_roofs(row, ceilings):
-    """Block E's question 2: the softmax's GFLOPS (its row's) against its DRAM roof (beta's), one
-    thread's DRAM copy (numpy runs it on one), and the roof of the smallest level its working set
-    fits in (its row's level_roof_GFLOPS: that level's faster copy, one thread or all CPUs)."""
+    """Block E's question 2: the softmax's GFLOPS (its row's) against its DRAM roof (beta's) and
+    one thread's DRAM copy (numpy runs it on one); its level's roof: its row's level_roof_GFLOPS."""
     sm = row["ops"]["softmax"]
     memory_roof = ceilings["beta_peak_GBps"] * sm["intensity"]
     one_thread = ceilings["levels"]["DRAM"]["GBps_1thread"] * sm["intensity"]
     return {"T": row["T"], "memory_roof_GFLOPS": memory_roof,
             "ratio_to_memory_roof": sm["GFLOPS"] / memory_roof,
-            "ratio_to_1thread_dram_copy": sm["GFLOPS"] / one_thread,
-            "ratio_to_level_roof": sm["GFLOPS"] / sm["level_roof_GFLOPS"]}
+            "ratio_to_1thread_dram_copy": sm["GFLOPS"] / one_thread}
 
 
 def threading_windows(Ts, counted, kept=lambda sample: True):
@@ -921,10 +919,16 @@ def blas_info():
             if lib.get("user_api") == "blas"]
 
 
+PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
+    "full": dict(min_time=0.05, samples_per_T=100, worker_count=10, default_heap_samples_per_T=6),
+    "quick": dict(min_time=0.005, samples_per_T=6, worker_count=2, default_heap_samples_per_T=3)}
+
+
 def sampling_plan(heap_mode, rounds, blas_threads):
-    """How a worker samples, `rounds` of every T: asking for a warm heap (measuring), its Ts
-    interleaved, with timer pairs and, where the BLAS runs more than one thread, its third round
-    (or last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
+    """How a worker samples, `rounds` of every T (make_plan's: samples_per_T / worker_count, up):
+    asking for a warm heap (measuring), its Ts interleaved, with timer pairs and, where the BLAS
+    runs more than one thread, its third round (or last) taken again on one (after_sample); on the
+    default heap (its own rounds, default_heap_samples_per_T): each T in turn, neither."""
     warm = heap_mode == "warm"
     return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
             "one_thread_rounds": [min(2, rounds - 1)] if warm and (blas_threads or 1) > 1 else []}
@@ -1116,8 +1120,7 @@ def pool_row(T, records):
 
 
 def pool_sweep(Ts, counted, default_heap_worker):
-    """A row per T from the counted workers' samples (`counted`: those judge_processes
-    did not leave out), and one from the default-heap worker's."""
+    """A row per T from the counted workers' samples (judge_processes'), one from the default's."""
     rows = lambda group: [pool_row(T, [{**w["by_T"][str(T)], "label": w["label"]}  # noqa: E731
                                        for w in group]) for T in Ts]
     return rows(counted), rows([default_heap_worker])
@@ -1637,12 +1640,9 @@ def combine_ceilings(counted, workers, spec, given=None):
 
 # ----------------------------------------------------------------------------------------------
 # The workers: each a fresh process (`perf.py --worker`) that only measures, its task worker_job's
-# (its watched samples, the ops taken apart, its ceilings); the parent plans and spawns them one
-# after another (--in-process, for tests: runs each job).
+# (watched samples, the ops taken apart, ceilings); the parent plans (PROFILES: the watch's) and
+# spawns them one after another (--in-process, for tests: runs each job).
 
-PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
-    "full": dict(min_time=0.05, samples_per_T=100, worker_count=10, default_heap_samples_per_T=6),
-    "quick": dict(min_time=0.005, samples_per_T=6, worker_count=2, default_heap_samples_per_T=3)}
 HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
 WORKER_TIMEOUT_S = 900   # worker_timeout: never less than this many seconds
 HANG_GFLOPS = 1          # worker_timeout: a sample lasts min_time, or one forward at this rate
@@ -1805,8 +1805,8 @@ def make_plan(args, hardware, threads, given):
 
 
 def spawn_all(plan, in_process):
-    """Each task in a fresh worker, in turn, the default-heap one first: their results, in order.
-    Progress goes to stderr: stdout is the report, printed once the files are written."""
+    """Each task in a fresh worker in turn, the default-heap one first: their results, in order.
+    Progress on stderr (stdout: the report, once the files are written)."""
     start, done = time.perf_counter(), []
     say = lambda msg: print(f"[{time.perf_counter() - start:5.1f} s] {msg}", file=sys.stderr)
     for n, task in enumerate(plan["tasks"]):
