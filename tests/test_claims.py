@@ -65,8 +65,8 @@ MUTATIONS = {
     "exp most of the passes": passes(lambda e: e["passes"]["exp"].update(
         ns_per_element=e["passes_ns_per_element"])),
     "the fused op short of the ridge": each_rerun(lambda x: x.update(phase_27_past_ridge=False)),
-    "the softmax's arrays under two roofs": lambda r, m, runs: runs[0]["softmax_at_T_512"].update(level="L3"),
-    "an L3 roof of its own": lambda r, m, runs: r["ceilings"]["levels"]["L3"].update(same_roof_as_DRAM=False),
+    "the softmax under L2's roof": lambda r, m, runs: runs[0]["softmax_at_T_512"].update(level="L2"),
+    "an L3 smaller than the softmax": lambda r, m, runs: r["ceilings"]["levels"]["L3"].update(capacity_bytes=1 << 20),
     "the projections lead at T = 64": each_rerun(lambda x: (x.update(
         expected_observations_held=[True, True, True]), x["time_s"]["64"].update(softmax=0.0))),
     "the smallest op the softmax": each_rerun(lambda x: x.update(expected_observations_held=[False, True, False])),
