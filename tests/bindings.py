@@ -139,7 +139,7 @@ def run_summary(r, m):
          "threads_over_one": {w["T"]: w["threads_over_one"] for w in a["threading_windows"]},
          "process_rsd": {T: {k: [x["ops"][k]["between_process_rsd"], x["ops"][k]["within_process_rsd"]]
                              for k in OPS} for T, x in at.items()},
-         "timers": {T: [x["instrumentation_overhead"], *x["instrumentation_overhead_interval"]]
+         "timers": {T: [x["timer_overhead"], *x["timer_overhead_interval"]]
                     for T, x in at.items()},
          "beta_from": LV(r, "DRAM")["GBps_from"], "plateau": LV(r, "DRAM")["plateau"],
          "left_out": len(r["canary"]["left_out"])}
@@ -383,7 +383,7 @@ LAB = [
     ("the curriculum's), from T = **{}**", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     # question 3
     ("would move **{}** times fewer bytes", BYTES_SAVED),
-    ("rising from **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
+    ("rising from **{}** to", lambda r, m: num(P27(r)["naive"]["intensity"], 2)),
     ("to **{}** FLOP/byte, past", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     # expected observations
     ("dominate*: held in **{}** of the runs", lambda r, m: n_runs(r, m, lambda x: x["expected_observations_held"][0])),
@@ -486,7 +486,7 @@ SOLUTION = [
     ("and from T = {} a working set", lambda r, m: str(LAP(r)["softmax_spills_from_T"])),
     ("past its {} MiB L3", lambda r, m: str(LAP(r)["caches_bytes"]["L3"] >> 20)),
     ("**{}** times fewer bytes for", BYTES_SAVED),
-    ("from an intensity of **{}** to", lambda r, m: num(P27(r)["measured"]["intensity"], 2)),
+    ("from an intensity of **{}** to", lambda r, m: num(P27(r)["naive"]["intensity"], 2)),
     ("to **{}**, past the ridge", lambda r, m: num(P27(r)["without_materialising_A"]["intensity"], 0)),
     ("{} fresh worker processes", lambda r, m: WORDS[r["config"]["workers"]]),
     ("(the reference's default-heap forwards page-faulted ≥ 1 a forward from T = {} on)", lambda r, m: str(min(
@@ -647,7 +647,7 @@ CLAIMS = [
 
     (SOL, "whose CPU reports itself as Intel Xeon", lambda r, m: XEON_VM(r)),
     (SOL, "what the six timers cost, with a distribution-free interval of at least", lambda r, m: all(
-        x["instrumentation_overhead_interval_coverage"] >= r["estimators"]["confidence"] for x in r["sweep"])),
+        x["timer_overhead_interval_coverage"] >= r["estimators"]["confidence"] for x in r["sweep"])),
     (SOL, "In the reference each run classes them against its ridge's range", SCORES_AV_RISE),
     (SOL, "In the reference the passes together cost about what the same calls cost in cache at every T",
      lambda r, m: EVERY(r, m, IN_CACHE)),
@@ -691,9 +691,9 @@ CLAIMS = [
 # perf.py and fails where a formula or a figure changes (test_claims changes them).
 DH = lambda r: (r["config"]["d_model"], r["config"]["n_heads"])  # noqa: E731
 LAPTOP_ABOVE = lambda r, m: (lambda d, h: perf.on_lab_laptop(d, h)["ridge_range"][0] > d / h / 2)(*DH(r))  # noqa
-PASS_BYTES = lambda r, m: (lambda d, h: sum(perf.call_bytes(512, d, h, perf.PASS_ARRAYS).values())  # noqa
+PASS_BYTES = lambda r, m: (lambda d, h: sum(perf.array_bytes(512, d, h, perf.PASS_ARRAYS).values())  # noqa
                            / perf.op_cost(512, d, h)["softmax"][1])(*DH(r))
-FLASH_SHARE = lambda r, m: (lambda d, h: perf.call_bytes(512, d, h, {"f": perf.FLASH_ARRAYS})["f"] / sum(  # noqa
+FLASH_SHARE = lambda r, m: (lambda d, h: perf.array_bytes(512, d, h, {"f": perf.FLASH_ARRAYS})["f"] / sum(  # noqa
     perf.op_cost(512, d, h)[k][1] for k in perf.T2_OPS))(*DH(r))
 
 

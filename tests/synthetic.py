@@ -61,7 +61,7 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
                 "processes": [f"worker {i + 1}" for i in range(len(process_multiples))],
                 "samples_set_aside": 3, "set_aside_median_ratio": 1.8,
                 "figures_from": "kept samples",
-                "instrumentation_overhead": 0.005, "instrumentation_overhead_interval": [0.0, 0.01]}
+                "timer_overhead": 0.005, "timer_overhead_interval": [0.0, 0.01]}
         secs = {k: ms / 1e3 for k, ms in ops.items()}
         rows.append({**base, "page_faults_per_forward": 0.0, "forward_s": sum(secs.values()),
                      "ops": {k: op(s, [s * f for f in process_multiples]) for k, s in secs.items()}})

@@ -78,7 +78,7 @@ MUTATIONS = {
     "a few faults": each_rerun(lambda x: [v.update(page_faults_per_forward=10.0) for v in x["default_heap"].values()]),
     "the runs overlap": each_rerun(lambda x: x.update(ended=x["ended"] + 1000)),
     "no drift": no_drift,
-    "few timer pairs": lambda r, m, runs: [x.update(instrumentation_overhead_interval_coverage=0.5)
+    "few timer pairs": lambda r, m, runs: [x.update(timer_overhead_interval_coverage=0.5)
                                            for x in r["sweep"]],
     "the ridge against β": each_rerun(lambda x: x.update(ridge=x["beta"] / 5)),
     "a governor": lambda r, m, runs: r["hardware"].update(cpu_governor_at_run="performance"),
@@ -126,7 +126,7 @@ def test_every_mutation_falsifies_some_claim(mutation, reruns_restored):
 def counts_every_array_the_passes_touch(mp):
     cost = perf.op_cost
     mp.setattr(perf, "op_cost", lambda T, d, h: {**cost(T, d, h), "softmax": (
-        cost(T, d, h)["softmax"][0], sum(perf.call_bytes(T, d, h, perf.PASS_ARRAYS).values()))})
+        cost(T, d, h)["softmax"][0], sum(perf.array_bytes(T, d, h, perf.PASS_ARRAYS).values()))})
 
 
 FORMULA_CHANGES = {

@@ -232,13 +232,14 @@ def test_warm_heap_workers_interleave_time_their_timers_and_repeat_a_round_on_on
     """How a worker samples, by hand: the warm-heap workers interleave their Ts, take timer pairs
     and repeat their third round (or the last of fewer) on one thread where the BLAS runs more;
     the default-heap worker takes each T in turn and does neither."""
-    assert perf.sampling_plan("warm", 10, 2) == {"heap_mode": "warm", "rounds": 10,
+    assert perf.sampling_plan("warm", 100, 10, 2) == {"heap_mode": "warm", "rounds": 10,
                                                  "interleave": True, "timer_pairs": True,
                                                  "one_thread_rounds": [2]}
-    assert perf.sampling_plan("warm", 2, 4)["one_thread_rounds"] == [1]
-    assert perf.sampling_plan("warm", 10, 1)["one_thread_rounds"] == []
-    assert perf.sampling_plan("warm", 10, None)["one_thread_rounds"] == []  # no BLAS seen: one thread
-    assert perf.sampling_plan("default", 6, 2) == {"heap_mode": "default", "rounds": 6,
+    assert perf.sampling_plan("warm", 21, 10, 2)["rounds"] == 3  # a worker's share, rounded up
+    assert perf.sampling_plan("warm", 2, 1, 4)["one_thread_rounds"] == [1]
+    assert perf.sampling_plan("warm", 10, 1, 1)["one_thread_rounds"] == []
+    assert perf.sampling_plan("warm", 10, 1, None)["one_thread_rounds"] == []  # no BLAS seen: one thread
+    assert perf.sampling_plan("default", 6, 1, 2) == {"heap_mode": "default", "rounds": 6,
                                                    "interleave": False, "timer_pairs": False,
                                                    "one_thread_rounds": []}
 

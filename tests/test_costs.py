@@ -66,7 +66,7 @@ def test_phase_27_bytes_from_the_lab_notation():
            "ops": {op: {"time_s": 1e-3} for op in perf.OPS}}
     perf.place_on_roofline(row, 64, 4, CEILINGS)
     pv = perf.phase_27_preview(row, 64, 4, {**CEILINGS, "ridge": 5.0})
-    assert pv["flops"] == flops and pv["measured"]["bytes"] == lab_bytes
+    assert pv["flops"] == flops and pv["naive"]["bytes"] == lab_bytes
     assert pv["without_materialising_A"]["bytes"] == fused
     assert pv["bytes_reduction"] == pytest.approx(33.0)  # 17,301,504 / 524,288
     assert pv["without_materialising_A"]["intensity"] == pytest.approx(138.0, abs=0.01)

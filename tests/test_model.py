@@ -177,7 +177,7 @@ def test_the_scaling_and_passes_mirror_the_ops_and_count_their_bytes():
     assert {k: v.nbytes for k, v in dict(Z=Z, m=m, D=D, E=E, s=s).items()} == {
         k: model[k] for k in "ZmDEs"}
     big, mask_b, row, qk = 65536, 16384, 1024, 16384  # (h, T, T), (T, T), (h, T, 1), (T, d) bytes
-    n = perf.call_bytes(64, 64, 4)
+    n = perf.array_bytes(64, 64, 4)
     assert n["scores/matmul"] == 2 * qk + big  # Q and K read, Q K^T written
     by_hand = {"mask_add": 2 * big + mask_b, "max": big + row, "subtract": 2 * big + row,
                "exp": 2 * big, "sum": big + row, "divide": 2 * big + row}  # each pass by its name

@@ -93,7 +93,7 @@ def test_hyperthreaded_laptop_at_powersave(tmp_path, capsys, monkeypatch, fake_m
     assert (hw["logical_cpus"], hw["physical_cores"]) == (8, 4)
     assert hw["caches"]["L3"]["size"] == "6144K" and not hw["virtualized"]
     f = hw["cpufreq_at_start"]
-    assert (f["governor"], f["driver"], f["turbo"]) == ("powersave", "intel_pstate", "on")
+    assert (f["governor"], f["turbo"]) == ("powersave", "on")
     assert f["cur_MHz"][0] == 1600
     assert man["hardware"]["cpu_governor_at_run"] == "powersave"
     t = res["threads"]

@@ -149,8 +149,8 @@ def test_pool_row_by_hand():
     # 11 faults over 4 * 10 + 12 + 5 * 10 + 10 = 112 forwards (the set-aside sample's too)
     assert row["page_faults_per_forward"] == pytest.approx(11 / 112)
     # The ten ratios' median 1.045 and its interval, X(2) and X(9): 1.01 and 1.08.
-    assert row["instrumentation_overhead"] == pytest.approx(0.045)
-    assert row["instrumentation_overhead_interval"] == pytest.approx([0.01, 0.08])
+    assert row["timer_overhead"] == pytest.approx(0.045)
+    assert row["timer_overhead_interval"] == pytest.approx([0.01, 0.08])
     # A platform that counts no page faults: unknown, not zero.
     assert perf.pool_row(64, [{**a, "faults": None}, b])["page_faults_per_forward"] is None
     # One process whose every sample ran slow (3 ms an op) feeds nothing, and the row names it:

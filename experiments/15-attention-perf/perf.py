@@ -11,8 +11,8 @@ calls it (a worker's watched samples, quiet or disturbed, the machine, the ceili
 and their jobs, a run, --compare, the command line) and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
-  banner lists a worker's, with the canary's word after it (PROFILES' rounds, sampling_plan,
-  watched, after_sample, machine_around, watched_samples; mark_samples);
+  banner lists a worker's, with the canary's word after it (PROFILES, sampling_plan's rounds,
+  measuring's set-up, watched, after_sample, machine_around, watched_samples; mark_samples);
 - time_s and its interval: Block B (quantile_interval, summarize, pool_T), and which samples and
   processes feed it, "Quiet or disturbed"'s (1) (set_aside, slow_processes, DEFINITIONS, pool_row);
 - the ops: Block A (OPS, T2_OPS, PROJECTIONS, their functions, both forwards, scores_calls,
@@ -24,7 +24,7 @@ and their jobs, a run, --compare, the command line) and hands it records it read
 - beta and pi: Block B's run_for and quantile_estimate, and from "Quiet or disturbed" on: whose
   repeats count (judge_processes, as for time_s); past the checks, the caches (machine_facts), the
   ceilings (read_ceilings, copy_buffers, ceiling_plan, time_ceilings, combine_ceilings), the workers
-  who time them, when, on which threads (make_plan, worker_job, measuring).
+  who time them and when (make_plan, worker_job); on which threads: the watch's measuring.
 """
 
 import argparse
@@ -90,10 +90,10 @@ class UsageError(Exception):
 # Notation as in the lab: d = d_model, h = n_heads, d_k = d / h, fp32 = 4 bytes.
 
 MHA = collections.namedtuple("MHA", "W_Q W_K W_V W_O n_heads")
-# The ops. A sixth op touches this Block (these tuples, a class if neither T² nor a projection; its
-# colour, function, both forwards; from scores or softmax: its calls apart, E's and F's answers),
-# D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; FLASH_ARRAYS if fused); else only the
-# hand-worked tests (test_model, test_costs, synthetic; the rest read OPS), the docs, a new run.
+# The ops. A sixth op touches this Block (these tuples; if neither T² nor a projection, a class and
+# expected_observations; its colour, function, both forwards; from scores or softmax: its calls
+# apart, E's and F's answers), D's tables (forward_arrays, op_cost, OP_ARRAYS, CALL_ARRAYS; fused:
+# FLASH_ARRAYS); else only hand-worked tests (test_model, test_costs, synthetic), the docs, a run.
 OPS = ("qkv_proj", "scores", "softmax", "av", "out_proj")  # the timed ops, in the lab's order
 T2_OPS = ("scores", "softmax", "av")  # the T² ops (the lab's 2 to 4), which Flash Attention fuses
 PROJECTIONS = ("qkv_proj", "out_proj")  # the O(T d²) ops; each of the five is one or the other
@@ -135,7 +135,7 @@ def qkv_proj(x, mha):
 def scores(Q, K, h):
     # op 2: S = Q K^T / sqrt(d_k), per head.  2 T^2 d_k FLOPs over 8 T d_k + 4 T^2 bytes per head.
     # K^T is a free view; the matmul writes a fresh (h, T, T) buffer, the scaling one more pass into
-    # another (numpy may elide the two into one, only from 256 KiB: S's size at T = 128, h = 4).
+    # another (numpy may elide the two into one, only from 256 KiB: S at T = 128 for 4 heads).
     # math.sqrt gives a Python float, weak to numpy: fp32 S (np.sqrt(d_k), a float64 scalar, would
     # under NumPy 2 promote all of S to float64).
     d_k = Q.shape[1] // h
@@ -227,8 +227,8 @@ def softmax_pass_calls(S, mask):
 # forwards' sum / n), and n. The harness adds, in the worker: canary_around, the canary's readings
 # around its batch (watched: the one before it is the batch before's after, or make_canary's); on
 # one BLAS thread `follows`, the sample it follows (after_sample); in the parent: canary_ratio, the
-# canary around it over its process's reference, deciding if it feeds time_s (mark_samples). Round
-# i: the i-th sample of every T (in take_samples' order); rounds: sampling_plan's (PROFILES).
+# canary around it over its process's reference (mark_samples; set_aside, slow_processes and
+# pool_row's fallback decide what feeds time_s). Round i: every T's i-th sample (take_samples').
 
 
 def run_for(fn, min_time, now=time.perf_counter_ns):
@@ -253,9 +253,9 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
     """One process's samples: `rounds` of every T, each T after one untimed forward; interleaved, a
-    round takes every T in a rotating order, meant to spread a slow spell over every T.
-    The harness's hooks: `run_batch` (sample_forwards'), `around(record)` a context around each
-    sample, `after_each(i, (x, mha, mask), record)` after sample i of a T. {str(T): {"samples"}}."""
+    round takes every T in a rotating order (meant to spread a slow spell over every T). Hooks:
+    `run_batch` (sample_forwards'), `around(record)` around each sample, `after_each(i, (x, mha,
+    mask), record)` after sample i of a T. {str(T): {"samples"}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
@@ -298,8 +298,8 @@ def quantile_estimate(values, key, q=0.5):
 
 
 def summarize(by_process):
-    """One op at one T from the samples that feed it, a list per process (the unit of replication):
-    time_s (time_s_said's rule), its interval; both spreads, mean, SD (a spread of one: None)."""
+    """One op at one T from the samples that feed it, a list per process (the unit of replication,
+    assumed): time_s (time_s_said's rule), its interval; both spreads, mean, SD (of one: None)."""
     # A process's estimate: the PROCESS_QUANTILE of its times (assumed: noise only adds).
     each = [float(np.percentile(times, 100 * PROCESS_QUANTILE)) for times in by_process]
     pooled = np.concatenate([np.asarray(times, dtype=np.float64) for times in by_process])
@@ -588,7 +588,7 @@ def plot_roofline(res):
     """Block D: each op at each T on the run's roofline, on axes that span the data; Phase
     27's preview: the fused op measured, and the roof where its bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
-    meas, flash = pv["measured"], pv["without_materialising_A"]
+    meas, flash = pv["naive"], pv["without_materialising_A"]
     op_pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i)
               for op in OPS for i, r in enumerate(res["sweep"])]
     pts = [p[:2] for p in op_pts] + [(c["ridge"], c["pi_peak_GFLOPS"]),  # the ridge's: pi in range
@@ -656,8 +656,8 @@ def op_cost(T, d_model, n_heads):
         "out_proj": (2 * T * d**2, arr["C"] + arr["W"])}             # same form as qkv_proj
 
 
-# The arrays each numpy call of scores (its steps) and the softmax (its passes) reads or writes,
-# each once: the call's array bytes (not a measured traffic).
+# The arrays each numpy call of scores (its matmul, its scaling pass) and the softmax (its passes)
+# reads or writes, each once: the call's array bytes (not a measured traffic).
 CALL_ARRAYS = {"scores/matmul": ("Q", "K", "P"), "scores/scale": ("P", "S"),
                "softmax/mask_add": ("S", "mask", "Z"), "softmax/max": ("Z", "m"),
                "softmax/subtract": ("Z", "m", "D"), "softmax/exp": ("D", "E"),
@@ -671,19 +671,21 @@ OP_ARRAYS = {"qkv_proj": ("x", "W", "W", "W", "Q", "K", "V"), **{op: tuple(dict.
     for op in ("scores", "softmax")}, "av": ("A", "V", "O"), "out_proj": ("O", "C", "out", "W")}
 
 
-def call_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
-    """Bytes each of those calls reads and writes, each array once (working_set: each op's)."""
+def array_bytes(T, d_model, n_heads, table=CALL_ARRAYS):
+    """Bytes of each entry's arrays in `table`, each array once: a call's (CALL_ARRAYS), a pass's
+    (PASS_ARRAYS), an op's (OP_ARRAYS: working_set), or the fused op's (FLASH_ARRAYS)."""
     arr = forward_arrays(T, d_model, n_heads)
     return {call: sum(arr[k] for k in arrays) for call, arrays in table.items()}
 
 
-working_set = functools.partial(call_bytes, table=OP_ARRAYS)
+working_set = functools.partial(array_bytes, table=OP_ARRAYS)
 FLASH_ARRAYS = ("Q", "K", "V", "O")  # the T² ops as one, S and A never written: the ideal
 
 
 def place_on_roofline(row, d_model, n_heads, ceilings):
     """Each op's FLOPs, bytes, intensity, GFLOPS, class against DRAM's roof (dram_bound; near_ridge:
-    the ridge's range), level_bound: against the smallest cache it fits with a roof, else DRAM."""
+    the ridge's range), level_bound: against the smallest cache with a roof whose reported size
+    (cpu0's; a VM's says what it claims) holds its working_set, else DRAM."""
     beta, pi = ceilings["beta_peak_GBps"], ceilings["pi_peak_GFLOPS"]
     lo, hi = ceilings["ridge_range"]
     cost, ws = op_cost(row["T"], d_model, n_heads), working_set(row["T"], d_model, n_heads)
@@ -745,15 +747,15 @@ def expected_observations(rows):
 
 
 def phase_27_preview(row, d_model, n_heads, ceilings):
-    """The T² ops (T2_OPS) as one: the same FLOPs; measured, the lab's bytes of each of them;
-    S and A never written, far fewer bytes, and the roof there (pi or beta x I; not measured)."""
+    """The T² ops (T2_OPS) as one: the same FLOPs; naive, as run (time_s measured, the lab's bytes
+    of each op); S and A never written, far fewer bytes, and the roof there (not measured)."""
     fused = [row["ops"][op] for op in T2_OPS]
     flops, nbytes, seconds = (sum(o[k] for o in fused) for k in ("flops", "bytes", "time_s"))
-    flash = call_bytes(row["T"], d_model, n_heads, {"flash": FLASH_ARRAYS})["flash"]
+    flash = array_bytes(row["T"], d_model, n_heads, {"flash": FLASH_ARRAYS})["flash"]
     roof = min(ceilings["pi_peak_GFLOPS"], ceilings["beta_peak_GBps"] * flops / flash)
     return {"T": row["T"], "flops": flops,
-            "measured": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
-                         "GFLOPS": flops / seconds / 1e9},
+            "naive": {"bytes": nbytes, "intensity": flops / nbytes, "time_s": seconds,
+                      "GFLOPS": flops / seconds / 1e9},
             "without_materialising_A": {
                 "bytes": flash, "intensity": flops / flash, "roof_GFLOPS": roof,
                 "past_ridge": flops / flash > ceilings["ridge"]}, "bytes_reduction": nbytes / flash}
@@ -761,7 +763,7 @@ def phase_27_preview(row, d_model, n_heads, ceilings):
 
 def softmax_against_roofs(row, ceilings):
     """Block E's question 2: the softmax's GFLOPS (its row's) against its DRAM roof (beta's) and
-    one thread's DRAM copy (numpy runs it on one); its level's roof: its row's level_roof_GFLOPS."""
+    one thread's DRAM copy (numpy runs it on one)."""
     sm = row["ops"]["softmax"]
     memory_roof = ceilings["beta_peak_GBps"] * sm["intensity"]
     one_thread = ceilings["levels"]["DRAM"]["GBps_1thread"] * sm["intensity"]
@@ -793,7 +795,7 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
     element at T, in cache and as one thread's copy of its bytes (the processes' medians)."""
     out = []
     for row in rows:
-        T, n_bytes = row["T"], call_bytes(row["T"], d_model, n_heads, PASS_ARRAYS)
+        T, n_bytes = row["T"], array_bytes(row["T"], d_model, n_heads, PASS_ARRAYS)
         if not (got := [w["apart"][str(T)] for w in counted if str(T) in w["apart"]]):
             continue
         n_el, n_queries = n_heads * T * T, got[0]["in_cache_queries"]
@@ -878,10 +880,11 @@ def make_manifest(results):
 
 # ----------------------------------------------------------------------------------------------
 # A worker's samples, watched (watched_samples hands Block B's take_samples its hooks): how it
-# samples (sampling_plan); the canary, a small fixed workload read between every two sample batches
-# (watched; calls_at's and the ceilings' batches go unwatched); after each sample, the timers'
-# overhead and, in a one-thread round, the sample again on one thread (after_sample); page faults,
-# cpufreq's MHz, preemptions (machine_around, watched_samples); its set-up: the workers' measuring.
+# samples (PROFILES, sampling_plan) and under what (measuring: heap, BLAS threads, gc); the canary,
+# a small fixed workload read between every two sample batches (watched; calls_at's and the
+# ceilings' batches go unwatched); after each sample, the timers' overhead and, in a one-thread
+# round, the sample again on one thread (after_sample); page faults, cpufreq's MHz, preemptions
+# (machine_around, watched_samples).
 # A worker's result, by who writes each key: measuring (heap, blas_threads, ended, cpu_s),
 # watched_samples (started, sampling_s, preempted, MHz, canary_readings, by_T[str(T)]: samples,
 # faults and any timer_ratios, one_thread), worker_job (apart[str(T)], ceiling_rates, label); after
@@ -924,14 +927,40 @@ PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
     "quick": dict(min_time=0.005, samples_per_T=6, worker_count=2, default_heap_samples_per_T=3)}
 
 
-def sampling_plan(heap_mode, rounds, blas_threads):
-    """How a worker samples, `rounds` of every T (make_plan's: samples_per_T / worker_count, up):
-    asking for a warm heap (measuring), its Ts interleaved, with timer pairs and, where the BLAS
-    runs more than one thread, its third round (or last) taken again on one (after_sample); on the
-    default heap (its own rounds, default_heap_samples_per_T): each T in turn, neither."""
-    warm = heap_mode == "warm"
+def sampling_plan(heap_mode, samples, processes, blas_threads):
+    """How a worker samples: rounds, its share of a T's `samples` over `processes` (rounded up; the
+    default heap's: one of one), one of each T a round; asking for a warm heap (measuring), its Ts
+    interleaved, timer pairs and, where the BLAS runs more than one thread, its third round (or
+    last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
+    warm, rounds = heap_mode == "warm", math.ceil(samples / processes)
     return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
             "one_thread_rounds": [min(2, rounds - 1)] if warm and (blas_threads or 1) > 1 else []}
+
+
+def warm_heap():
+    """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
+    No mallopt: the workers run on the default heap, and heap.mode says so."""
+    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
+    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
+        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
+    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
+            else "unavailable (not glibc): default allocator kept"}
+
+
+@contextlib.contextmanager
+def measuring(task):
+    """A worker's set-up while it measures: heap held (warm), BLAS threads fixed, gc off (else a
+    collection in a batch is timed). Its record: heap, blas_threads (read last), ended, cpu_s."""
+    worker_rec = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
+        "mode": "default", "control": "the allocator's defaults"}}
+    with threadpool_limits(task["threads_imposed"], user_api="blas"):
+        gc.disable()
+        try:
+            yield worker_rec
+        finally:
+            gc.enable()
+        worker_rec["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
+    worker_rec.update(ended=time.time(), cpu_s=time.process_time())
 
 
 def make_canary():
@@ -1116,7 +1145,7 @@ def pool_row(T, records):
             "set_aside_median_ratio": float(np.median([s["canary_ratio"] for s in aside]))
             if aside else None, "page_faults_per_forward": None if None in faults else
             sum(faults) / sum(s["n"] for s in samples),
-            **(quantile_estimate(overheads, "instrumentation_overhead") if overheads else {})}
+            **(quantile_estimate(overheads, "timer_overhead") if overheads else {})}
 
 
 def pool_sweep(Ts, counted, default_heap_worker):
@@ -1146,13 +1175,12 @@ PIN_FAST = {"Linux": "pin the run to the fast cores (taskset -c <their CPUs> pyt
 
 
 def cpufreq_settings():
-    """Governor, driver, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
+    """Governor, MHz and turbo from Linux's cpufreq; without it "unavailable" and None."""
     folders = CPUFREQ()  # each CPU's cpufreq folder, under SYSROOT
     joined = lambda name: "/".join(sorted({read_text(f / name) for f in folders} - {None}))  # noqa
     no_turbo = read_text(SYSROOT / "sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = read_text(SYSROOT / "sys/devices/system/cpu/cpufreq/boost")
     return {"governor": joined("scaling_governor") or "unavailable",
-            "driver": joined("scaling_driver") or None,
             "cur_MHz": sorted(set(cpufreq_MHz(folders))) or None,
             "turbo": ("off" if no_turbo == "1" else "on") if no_turbo is not None else
                      ("on" if boost == "1" else "off") if boost is not None else None}
@@ -1173,9 +1201,8 @@ def machine_load(own_pids):
 
 @contextlib.contextmanager
 def machine_watched(in_process):
-    """Around what it wraps (run_lab: spawn_all, every worker process from its start to its
-    result): the machine's load before and after ("load"), this run's own CPU seconds in between
-    ("own_cpu_s"; Windows counts no children's: the results put in "spawned" add theirs)."""
+    """Around spawn_all (every worker process's life): the machine's load before and after
+    ("load"), this run's own CPU seconds between ("own_cpu_s"; Windows: "spawned"'s added)."""
     own = lambda: sum(os.times()[:4])  # noqa: E731  this process and its finished workers
     out, own0 = {"load": [machine_load({os.getpid()})], "spawned": []}, own()
     yield out
@@ -1309,11 +1336,9 @@ def verdict_from(checks):
 def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, rows):
     """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
-    changed under it (the clock; the canary's rules). From: load, own_cpu_s (machine_watched); the
-    machine's cores and hypervisor flag, cpufreq at start and end (cpufreq_settings); every worker
-    process's preemptions and sampling time (`spawned`, the default heap's too), the counted
-    workers' MHz and canary readings (the watch); left_out, counted (judge_processes: worker 1 on,
-    the default heap's never); rows (pool_row); the run's BLAS threads."""
+    changed under it (the clock; the canary's rules). From machine_watched (load, own_cpu_s), the
+    machine, every worker process (`spawned`, the default heap's too), judge_processes (left_out,
+    counted: worker 1 on, never the default heap's), pool_row (rows), the run's BLAS threads."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs, n_workers = others_by_name(*load), len(counted) + len(left_out)
     return {**verdict_from({
@@ -1433,9 +1458,8 @@ def machine_facts(freq):
 
 
 def thread_record(flag, hardware):
-    """The BLAS threads asked for and by whom (default: one per physical core, as the lab asks),
-    imposed (None: as the environment set them), and that ran in this process, the parent (each
-    worker records its own: run_warnings compares); the BLAS libraries seen."""
+    """The BLAS threads asked for, by whom (default: one a physical core, as the lab asks), imposed
+    (None: the environment's), run here in the parent (run_warnings: the workers'); BLAS seen."""
     env = {k: os.environ[k] for k in THREAD_VARS if os.environ.get(k)}
     if flag:
         imposed, asked, asked_by = flag, flag, "flag: --threads"
@@ -1454,7 +1478,7 @@ def thread_record(flag, hardware):
 
 # ----------------------------------------------------------------------------------------------
 # The ceilings: beta, pi, the caches' roofs, the ridge. Phase 1's beta and pi when given
-# (read_ceilings; pi then untimed, the copies never), else timed here. Who: the first
+# (read_ceilings; pi then untimed, the copies timed still), else timed here. Who: the first
 # CEILING_WORKERS workers (ceiling_plan); when: last in each, after its samples and calls_at
 # (time_ceilings); how: pi's matmul on the run's BLAS threads (measuring's; its rate, not the CPU's
 # peak), each copy on one thread (the shared levels' also on every logical CPU), between
@@ -1578,8 +1602,9 @@ def time_ceilings(spec, min_time):
 
 
 def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled (taken as independent): as
-    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
+    """A ceiling from its repeats' rates, a list per worker, pooled (assumed independent, unlike
+    time_s's samples): as `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow
+    one), its interval."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
@@ -1640,7 +1665,7 @@ def combine_ceilings(counted, workers, spec, given=None):
 
 # ----------------------------------------------------------------------------------------------
 # The workers: each a fresh process (`perf.py --worker`) that only measures, its task worker_job's
-# (watched samples, the ops taken apart, ceilings); the parent plans (PROFILES: the watch's) and
+# (watched samples, the ops taken apart, ceilings); the parent plans (with the watch's PROFILES) and
 # spawns them one after another (--in-process, for tests: runs each job).
 
 HANG_RATIO = 100         # worker_timeout: this many times the sampling a task asks
@@ -1655,30 +1680,6 @@ def worker_timeout(task):
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["rounds"] * sum(sample_s))
 
 
-def warm_heap():
-    """Keep the forward's large temporaries mapped: a warm heap, by the allocator, not the code.
-    No mallopt: the workers run on the default heap, and heap.mode says so."""
-    mallopt, (M_TRIM_THRESHOLD, M_MMAP_MAX, most) = glibc_malloc(), (-1, -4, 2**31 - 1)  # C ints
-    if mallopt and mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, most) == 1:
-        return {"mode": "warm", "control": f"glibc mallopt M_MMAP_MAX=0 M_TRIM_THRESHOLD={most}"}
-    return {"mode": "default", "control": "mallopt refused: default allocator kept" if mallopt
-            else "unavailable (not glibc): default allocator kept"}
-
-
-@contextlib.contextmanager
-def measuring(task):
-    """A worker's set-up while it measures: heap held (warm), BLAS threads fixed, gc off (else a
-    collection in a batch is timed). Its record: heap, blas_threads (read last), ended, cpu_s."""
-    worker_rec = {"heap": warm_heap() if task["heap_mode"] == "warm" else {
-        "mode": "default", "control": "the allocator's defaults"}}
-    with threadpool_limits(task["threads_imposed"], user_api="blas"):
-        gc.disable()
-        try:
-            yield worker_rec
-        finally:
-            gc.enable()
-        worker_rec["blas_threads"] = (blas_info() or [{}])[0].get("num_threads")
-    worker_rec.update(ended=time.time(), cpu_s=time.process_time())
 
 
 # The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same pass on
@@ -1690,19 +1691,18 @@ CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); t
 
 
 def calls_at(T, task, mha):
-    """At T, on the forward's real data: scores whole and its matmul alone, and the softmax's
-    passes (at_T), each pass also on as many rows of S as the largest pass's arrays fit in
-    cache_budget_bytes (in_cache: sized to, assumed to stay in cache) and as one thread's copy of
-    its bytes (copy); at FOCUS_T, exp in cache in float64. Seconds per call: the fastest of
-    CALL_REPEATS batches, each call's taken in turn with the others' (not all in one spell)."""
+    """At T, on the forward's real data: scores whole and its matmul alone; the softmax's passes
+    (at_T), each also on as many rows of S as its largest pass's arrays fit in cache_budget_bytes
+    (in_cache: assumed to stay there) and as one thread's copy of its bytes (copy); at FOCUS_T, exp
+    in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches, calls in turn."""
     x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
     Q, K, S = map(attention_forward(x, mha, mask, intermediates=True).get, "QKS")
-    query_bytes = max(call_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
+    query_bytes = max(array_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
     n_queries = min(S.size // T, max(1, task["cache_budget_bytes"] // query_bytes))
     pick = np.linspace(0, S.size // T - 1, n_queries).astype(int)
     S2, mask2 = S.reshape(-1, T)[pick], mask[pick % T]
     (on_T, _), (cache, cache_data) = softmax_pass_calls(S, mask), softmax_pass_calls(S2, mask2)
-    n_bytes = call_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
+    n_bytes = array_bytes(T, task["d_model"], task["n_heads"], PASS_ARRAYS)
     src, dst = copy_buffers(max(n_bytes.values()))
     fns = scores_calls(Q, K, h)
     for p, size in n_bytes.items():
@@ -1788,16 +1788,15 @@ def make_plan(args, hardware, threads, given):
     prof = args.profile
     per_T = args.samples or prof["samples_per_T"]  # over all the workers
     n_workers = min(args.workers or prof["worker_count"], per_T)
-    rounds = math.ceil(per_T / n_workers)  # a worker's samples of each T, one of each T a round
     specs = ceiling_plan(args.quick, hardware, n_workers, time_pi=given is None)
     l2 = specs[0]["levels"].get("L2", {}).get("capacity_bytes") or 256 << 10  # none seen: assumed
     base = {"d_model": args.d_model, "n_heads": args.n_heads, "seed": args.seed, "T_sweep": args.T,
             "min_time": args.min_time, "threads_imposed": threads["imposed"],
             "cache_budget_bytes": l2 // 2}
     dflt_rounds = min(prof["default_heap_samples_per_T"], per_T)
-    dflt_task = {**base, **sampling_plan("default", dflt_rounds, None), "call_Ts": [],
+    dflt_task = {**base, **sampling_plan("default", dflt_rounds, 1, None), "call_Ts": [],
                  "label": "default-heap worker", "ceiling_spec": None}
-    tasks = [{**base, **sampling_plan("warm", rounds, threads["blas_threads"]),
+    tasks = [{**base, **sampling_plan("warm", per_T, n_workers, threads["blas_threads"]),
               "ceiling_spec": specs[i], "label": f"worker {i + 1}",
               "call_Ts": [T for j, T in enumerate(args.T) if n_workers == 1 or (j - i) % 2 == 0]}
              for i in range(n_workers)]  # each T's passes timed by every second worker
@@ -1829,7 +1828,7 @@ def worker_memory_bytes(Ts, d_model, n_heads, spec):
     arr = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(arr.values()) + arr["A"] // 2 \
-        + max(call_bytes(max(Ts), d_model, n_heads, PASS_ARRAYS).values())
+        + max(array_bytes(max(Ts), d_model, n_heads, PASS_ARRAYS).values())
     ceilings = max(lv["bytes"] for lv in spec["levels"].values()) + matmul_cost(spec["matmul_n"])[1]
     return WORKER_BASE_BYTES + inputs + max(at_calls, ceilings)
 
@@ -2171,7 +2170,7 @@ def report(results, out):
     for r, default_row in zip(results["sweep"], results["sweep_default_heap"]):
         faults, default_ms = r["page_faults_per_forward"], default_row["forward_s"] * 1e3
         print(f"{r['T']:>5} " + " ".join(f"{r['ops'][k]['time_s'] * 1e3:9.3f}" for k in OPS)
-              + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['instrumentation_overhead']:7.2%} "
+              + f" {r['forward_s'] * 1e3:9.3f} {'':12} {r['timer_overhead']:7.2%} "
               f"{'n/a' if faults is None else f'{faults:.1f}':>9} {default_ms:10.3f}"
               f" ms   {r['samples_set_aside']}/{r['sample_count']}" + (
                   f" (x{r['set_aside_median_ratio']:.2f})" if r["samples_set_aside"] else ""))
