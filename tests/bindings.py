@@ -554,6 +554,9 @@ REP = "PHASE_15_REPORT.md"
 EVERY = lambda r, m, pred: all(pred(x) for x in RUNS(r, m))  # noqa: E731  in every run
 SOME = lambda r, m, pred: any(pred(x) for x in RUNS(r, m))  # noqa: E731  in some run
 MOST = lambda r, m, pred: 2 * sum(pred(x) for x in RUNS(r, m)) > len(RUNS(r, m))  # noqa: E731
+# The machine of the committed files (XEON_VM, AVX512, EXP_AVX512): any machine that runs the
+# suite reads the same files, so these hold wherever it runs; a chain on another host rewords the
+# sentences they bind (rebind.py names them), as a new run is meant to.
 XEON_VM = lambda r: ("Xeon" in r["hardware"]["cpu_model"] and r["hardware"]["physical_cores"] == 2  # noqa
                      and r["hardware"]["virtualized"])
 AVX512 = lambda r: "AVX512F" in r["hardware"]["simd_flags"]  # noqa: E731
