@@ -143,6 +143,6 @@ def lab_run_unplotted(m, out, argv):
     draws them), calls_at's batches short (the passes' figures are not what such tests check)."""
     for plot in ("plot_perf", "plot_roofline"):
         m.setattr(perf, plot, lambda res: None)
-    m.setattr(perf, "png_bytes", lambda fig: b"")
+    m.setattr(perf, "png_bytes", lambda fig, stamp=None: b"")
     m.setattr(perf, "CALL_MIN_TIME", 1e-4)
     return perf.run_lab(perf.parse_args(list(argv) + ["--out", str(out)]), list(argv))

@@ -162,6 +162,42 @@ def test_the_committed_run_is_of_the_committed_perf_py_s_code():
     assert bound_twice(source + "\nT_SWEEP = (64,)\n") == {"T_SWEEP"}  # it can fail
 
 
+def test_the_pictures_compare_s_and_the_report_s_code_are_out_of_the_digest_and_the_pngs_carry_theirs():
+    """No committed number comes from DRAWN's or SAID's code, so an edit there calls for no new run;
+    each committed PNG carries the digest of the code that drew it (--replot redraws them)."""
+    import copy
+    from PIL import Image
+    source = (EXP / "perf.py").read_text(encoding="utf-8")
+    code, drawing = perf.code_digest(source), perf.code_digest(source, perf.DRAWN)
+    for name in ("perf.png", "roofline.png"):
+        assert Image.open(EXP / name).text["perf_py_drawing_digest"] == drawing, name
+    # A title's size, a --compare limit: the code digest holds; the drawing digest moves with the
+    # pictures' code alone; a statistic's quantile moves the code digest, not the drawing's.
+    title = source.replace('"Time per forward (bars); with the default heap (hatched)", fontsize=11)',
+                           '"Time per forward (bars); with the default heap (hatched)", fontsize=12)')
+    limit = source.replace("NOISE_FLOOR = 1.05", "NOISE_FLOOR = 1.06")
+    quantile = source.replace("PROCESS_QUANTILE = 0.25", "PROCESS_QUANTILE = 0.26")
+    assert title != source != limit and quantile != source
+    assert perf.code_digest(title) == code and perf.code_digest(title, perf.DRAWN) != drawing
+    assert perf.code_digest(limit) == code and perf.code_digest(limit, perf.DRAWN) == drawing
+    assert perf.code_digest(quantile) != code and perf.code_digest(quantile, perf.DRAWN) == drawing
+    # What is left out is what the names say: definitions perf.py has, which only run_lab and main
+    # call (handing them results), and the pictures leave those results as they were.
+    out = perf.DRAWN | perf.SAID
+    tree = ast.parse(source)
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} | {
+        t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert out <= defined | {"RING_FIRST", "RING_STEP", "RING_NEAR"}
+    callers = {n.name: {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} & out
+               for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in out}
+    assert {k: v for k, v in callers.items() if v} == {
+        "run_lab": {"plot_perf", "plot_roofline", "png_bytes"},
+        "main": {"plot_perf", "plot_roofline", "png_bytes", "compare", "load_results", "report"}}
+    before = copy.deepcopy(RESULTS)
+    perf.plot_perf(RESULTS), perf.plot_roofline(RESULTS)
+    assert RESULTS == before
+
+
 def bound_twice(source):
     """Names that two top-level statements bind (a definition, an assignment, an import)."""
     seen, twice = set(), set()

@@ -7,8 +7,7 @@ perf.py`; --quick is a smoke test, --replot redraws the pictures, --compare A B 
 code measured is naive on purpose (tuning it is Phase 27's); the measurement is not.
 
 Part I, the lab (Blocks A to F in the lab's order), calls nothing of Part II, the harness, which
-calls it (a worker's watched samples, quiet or disturbed, the machine, the ceilings, the workers
-and their jobs, a run, --compare, the command line) and hands it records it reads. Where:
+calls it and hands it records it reads. Where:
 - one op's time and what a sample holds: Blocks A and B (attention_forward_timed, run_for,
   sample_forwards, take_samples; Block B's banner lists a sample's keys), and the watch, whose
   banner lists a worker's, with the canary's word after it (PROFILES, sampling_plan's rounds,
@@ -175,9 +174,8 @@ def attention_forward(x, mha, mask=None, intermediates=False):
 
 
 def attention_forward_timed(x, mha, mask=None):
-    """attention_forward with time.perf_counter_ns() around the ops (numpy is eager: a result
-    exists when its call returns): one forward's seconds per op in the lab's dict, made after the
-    last stamp (OPS, and total, their sum by construction: the lab's key, which nothing reads)."""
+    """attention_forward with time.perf_counter_ns() around the ops (numpy is eager: a result exists
+    when its call returns): seconds per op, and total (the lab's key; nothing reads it)."""
     mask = causal_mask(len(x)) if mask is None else mask
     now = time.perf_counter_ns
     t0 = now()
@@ -252,10 +250,9 @@ def sample_forwards(x, mha, mask, min_time, run_batch=None):
 
 
 def take_samples(task, mha, run_batch=None, around=contextlib.nullcontext, after_each=None):
-    """One process's samples: `rounds` of every T, each T after one untimed forward; interleaved, a
-    round takes every T in a rotating order (meant to spread a slow spell over every T). Hooks:
-    `run_batch` (sample_forwards'), `around(record)` around each sample, `after_each(i, (x, mha,
-    mask), record)` after sample i of a T. {str(T): {"samples"}}."""
+    """One process's samples: `rounds` of every T, each T after one untimed forward; interleaved,
+    each round in a rotating order of T (to spread a slow spell). Hooks: `run_batch`,
+    `around(record)`, `after_each(i, (x, mha, mask), record)`. {str(T): {"samples"}}."""
     Ts, min_time = task["T_sweep"], task["min_time"]
     inputs = {T: (make_input(T, mha, task["seed"]), causal_mask(T)) for T in Ts}
     out = {T: {"samples": []} for T in Ts}
@@ -340,9 +337,9 @@ def new_figure(*args, **kw):
     return plt.subplots(*args, **kw)
 
 
-def png_bytes(fig):
+def png_bytes(fig, stamp=None):  # stamp: {key: text}, the PNG's text chunks
     import matplotlib.pyplot as plt
-    fig.savefig(buf := io.BytesIO(), format="png", dpi=150)
+    fig.savefig(buf := io.BytesIO(), format="png", dpi=150, metadata=stamp)
     plt.close(fig)
     return buf.getvalue()
 
@@ -565,9 +562,9 @@ def draw_roofs(ax, res, xs):
 
 
 def draw_points(ax, res, pts):
-    """Each op at each T as a hollow ring (colour: op, size: T) joined along T, and pi's matmul
-    as a + where this run timed it; the legend entries and the ring key's handler. pts: (intensity,
-    GFLOPS, the T's index) of every op at every T, op by op (plot_roofline's)."""
+    """Each op at each T as a hollow ring (colour: op, size: T) joined along T, pi's matmul a +
+    where timed; the legend entries, the ring key's handler. pts: (intensity, GFLOPS, T's index),
+    by op."""
     from matplotlib.legend_handler import HandlerTuple
     entries = []
     for op, (x, y, size) in zip(OPS, np.split(np.array([(x, y, d) for (x, y, _), d in zip(
@@ -585,14 +582,14 @@ def draw_points(ax, res, pts):
 
 
 def plot_roofline(res):
-    """Block D: each op at each T on the run's roofline, on axes that span the data; Phase
-    27's preview: the fused op measured, and the roof where its bytes would put it."""
+    """Block D: each op at each T on the run's roofline, on axes that span the data; Phase 27's
+    preview: the T² ops as run, and the roof where the fused op's bytes would put it."""
     c, pv = res["ceilings"], res["analysis"]["phase_27_preview"]
-    meas, flash = pv["naive"], pv["without_materialising_A"]
+    ran, flash = pv["naive"], pv["without_materialising_A"]
     op_pts = [(r["ops"][op]["intensity"], r["ops"][op]["GFLOPS"], i)
               for op in OPS for i, r in enumerate(res["sweep"])]
     pts = [p[:2] for p in op_pts] + [(c["ridge"], c["pi_peak_GFLOPS"]),  # the ridge's: pi in range
-                                     (meas["intensity"], meas["GFLOPS"]),
+                                     (ran["intensity"], ran["GFLOPS"]),
                                      (flash["intensity"], flash["roof_GFLOPS"])]
     pts += [(c["matmul"]["intensity"], c["pi_peak_GFLOPS"])] if c["source"] == "measured" else []
     (x_lo, y_lo), (x_hi, y_hi) = np.min(pts, 0) / 2, np.max(pts, 0) * 2  # the data, and margin
@@ -601,14 +598,14 @@ def plot_roofline(res):
     roofs = [(handle, handle.get_label()) for handle in draw_roofs(ax, res, xs)]
     points, handler = draw_points(ax, res, op_pts)  # the legend's left column: points, then roofs
     entries = points + [
-        (ax.scatter(meas["intensity"], meas["GFLOPS"], marker="*", s=170, color="black", zorder=5),
-         f"{' + '.join(T2_OPS)} at T={pv['T']}, measured (the lab's bytes): I = "
-         f"{meas['intensity']:.2f}")] + roofs + [
+        (ax.scatter(ran["intensity"], ran["GFLOPS"], marker="*", s=170, color="black", zorder=5),
+         f"{' + '.join(T2_OPS)} at T={pv['T']}, as run (the lab's bytes): I = "
+         f"{ran['intensity']:.2f}")] + roofs + [
         (ax.scatter(flash["intensity"], flash["roof_GFLOPS"], marker="*", s=170, facecolor="none",
                     edgecolor="black", zorder=5),
          f"the same, S and A never written (Flash Attention): {pv['bytes_reduction']:.0f}x fewer\n"
          f"  bytes, I = {flash['intensity']:.0f}; the roof there, not a measured speed")]
-    ax.annotate("", (flash["intensity"], flash["roof_GFLOPS"]), (meas["intensity"], meas["GFLOPS"]),
+    ax.annotate("", (flash["intensity"], flash["roof_GFLOPS"]), (ran["intensity"], ran["GFLOPS"]),
                 arrowprops={"arrowstyle": "-|>", "ls": "--", "color": "k", "lw": 1, "shrinkB": 9})
     ax.legend(*zip(*entries), handler_map={tuple: handler}, loc="upper center", fontsize=8.5,
               bbox_to_anchor=(0.5, -0.125), frameon=False, ncol=2, labelspacing=0.7,
@@ -773,9 +770,8 @@ def softmax_against_roofs(row, ceilings):
 
 
 def threading_windows(Ts, counted, kept=lambda sample: True):
-    """Per T, each one-thread sample against the all-thread sample just before it (between: a
-    canary reading, page faults and MHz read, the timer pairs), pairs whose samples are both `kept`:
-    per op, the median of all threads' over one's."""
+    """Per T, each one-thread sample against the all-thread sample just before it, pairs whose
+    samples are both `kept`: per op, the median of all threads' over one's."""
     out = []
     for T in Ts:
         matched = [(on_all, on_one) for rec in (w["by_T"][str(T)] for w in counted)
@@ -818,9 +814,8 @@ def softmax_pass_comparisons(rows, counted, d_model, n_heads):
 
 
 def scores_scale_times(rows, counted):
-    """scores' scaling pass (/ sqrt(d_k), one more pass over S) at each T, as the forward runs it
-    (into the matmul's buffer where numpy elides it), taken as scores less its matmul alone per
-    process (two fastest batches: no interval; scores_calls' assumption); the processes' median."""
+    """scores' scaling pass at each T as the forward runs it: scores less its matmul alone, per
+    process (their fastest batches: scores_calls' assumption), the processes' median."""
     out = []
     for row in rows:
         if got := [sc["whole"] - sc["matmul"] for w in counted
@@ -928,10 +923,9 @@ PROFILES = {  # a run's plan of samples (its ceilings': CEILING_PROFILES)
 
 
 def sampling_plan(heap_mode, samples, processes, blas_threads):
-    """How a worker samples: rounds, its share of a T's `samples` over `processes` (rounded up; the
-    default heap's: one of one), one of each T a round; asking for a warm heap (measuring), its Ts
-    interleaved, timer pairs and, where the BLAS runs more than one thread, its third round (or
-    last) taken again on one (after_sample); on the default heap: each T in turn, neither."""
+    """How a worker samples: rounds, its share of a T's `samples` over `processes` (up), one of each
+    T a round; warm: a warm heap asked (measuring), Ts interleaved, timer pairs, on a BLAS of more
+    threads its third round (or last) again on one (after_sample); default: T by T."""
     warm, rounds = heap_mode == "warm", math.ceil(samples / processes)
     return {"heap_mode": heap_mode, "rounds": rounds, "interleave": warm, "timer_pairs": warm,
             "one_thread_rounds": [min(2, rounds - 1)] if warm and (blas_threads or 1) > 1 else []}
@@ -983,9 +977,9 @@ def make_canary():
 
 
 def watched(fn, min_time, canary, blas_threads=None):
-    """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around": [before,
-    after]}); the after is the next batch's before (between: reads of faults and MHz, any timer
-    pairs, a new T's untimed forward; a one-thread batch is a watched batch of its own)."""
+    """run_for(fn) on `blas_threads` between two canary readings: (calls, {"canary_around":
+    [before, after]}), the after the next batch's before (between: faults, MHz, timer pairs, a
+    T's first forward)."""
     before = canary["readings"][-1]
     with threadpool_limits(blas_threads, user_api="blas"):  # None: as it is
         n = run_for(fn, min_time)[0]
@@ -1094,9 +1088,8 @@ def set_aside(sample):
 
 
 def slow_processes(workers):
-    """Processes the canary read slow nearly all their life, unseen by their own reference: a canary
-    kernel's reference over PROCESS_SLOW x the others' PEER_QUANTILE. {label: {canary_kernel,
-    ratio, other_ratio}}; all slow (on different kernels): none to compare with, {}."""
+    """Processes the canary read slow nearly all their life: a kernel's reference over PROCESS_SLOW
+    x the others' PEER_QUANTILE: {label: {canary_kernel, ratio, other_ratio}}; all: {}."""
     out = {}
     for i, w in enumerate(workers):
         others = workers[:i] + workers[i + 1:]
@@ -1231,9 +1224,8 @@ def others_by_name(start, end):
 
 
 def interference_checks(start, end, own_cpu_s, spare_cores, spawned, other_procs):
-    """What others did: CPU use past the cores the BLAS threads leave free (another program there
-    is allowed: a choice; assumed: it slows no op, even on a hyper-thread sibling of the run's),
-    the hypervisor's steal, every worker process's (`spawned`) preemptions while sampling."""
+    """What others did: CPU past the cores the BLAS threads leave free (assumed to slow no op, even
+    on a hyper-thread sibling), the hypervisor's steal, every worker process's preemptions."""
     wall = end["perf_s"] - start["perf_s"]
     others_cpus = max(0.0, (end["busy"] - start["busy"]) - own_cpu_s) / wall
     limit = spare_cores + OTHERS_CPUS_LIMIT
@@ -1336,9 +1328,9 @@ def verdict_from(checks):
 def judge_run(load, own_cpu_s, hardware, threads, spawned, counted, left_out, rows):
     """Disturbed on evidence that the run shared the machine (others' CPU, interrupts included;
     steal; preemptions, which its own threads cause too where they outnumber the CPUs) or that it
-    changed under it (the clock; the canary's rules). From machine_watched (load, own_cpu_s), the
-    machine, every worker process (`spawned`, the default heap's too), judge_processes (left_out,
-    counted: worker 1 on, never the default heap's), pool_row (rows), the run's BLAS threads."""
+    changed under it (the clock; the canary's rules). From machine_watched, the machine, every
+    worker process (`spawned`), judge_processes (left_out, counted: never the default heap's),
+    pool_row."""
     spare = max(0, hardware["physical_cores"] - (threads["blas_threads"] or 1))
     other_procs, n_workers = others_by_name(*load), len(counted) + len(left_out)
     return {**verdict_from({
@@ -1441,8 +1433,8 @@ def machine_facts(freq):
         caches[f"L{read_text(idx / 'level', '?')}{kind}"] = {"size": read_text(idx / "size")}
     unavailable = {k: why for k, missing, why in (
         ("caches", not caches, "no /sys cache description on this OS"),
-        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, a "
-         "container, or not Linux): the governor cannot be read or set here"),
+        ("governor", freq["governor"] == "unavailable", "no cpufreq in sysfs (a VM, some "
+         "containers, or not Linux): the governor cannot be read or set here"),
         ("clock", freq["cur_MHz"] is None, "no cpufreq scaling_cur_freq: the canary's two "
          "kernels stand in for the clock (assumed: a slower clock slows both)"),
         ("page_faults", page_faults() is None, "no page-fault count from resource or psutil"),
@@ -1602,9 +1594,8 @@ def time_ceilings(spec, min_time):
 
 
 def rate_estimate(runs, key):
-    """A ceiling from its repeats' rates, a list per worker, pooled (assumed independent, unlike
-    time_s's samples): as `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow
-    one), its interval."""
+    """A ceiling from its repeats' rates, a list per worker, pooled (assumed independent): as
+    `key`, their CEILING_QUANTILE (the fast side: noise assumed only to slow one), its interval."""
     rates = sum(runs, [])
     return {**quantile_estimate(rates, key, CEILING_QUANTILE), "repeats": len(rates)}
 
@@ -1620,8 +1611,7 @@ def copy_estimate(runs):
 
 
 def with_ridge(ceilings):
-    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range, of no stated coverage
-    from their intervals (Phase 1's: points): lowest pi over highest beta, and back."""
+    """The ceilings with the ridge pi / beta (the lab's I_crit) and its range (from intervals)."""
     (b_lo, b_hi), (p_lo, p_hi) = ceilings["beta_peak_interval"], ceilings["pi_peak_interval"]
     return ceilings | {"ridge": ceilings["pi_peak_GFLOPS"] / ceilings["beta_peak_GBps"],
                        "ridge_range": [p_lo / b_hi, p_hi / b_lo]}
@@ -1680,8 +1670,6 @@ def worker_timeout(task):
     return max(WORKER_TIMEOUT_S, HANG_RATIO * task["rounds"] * sum(sample_s))
 
 
-
-
 # The ops taken apart (Block A's calls), timed at each T, each softmax pass beside the same pass on
 # rows of S that fit in cache (their mask rows gathered) and a copy of as many bytes (the ceilings'
 # copy_buffers): Block E's comparisons of what each costs, never inputs to time_s.
@@ -1691,10 +1679,10 @@ CALL_REPEATS = 3          # each call's batches, all calls' in turn (by hand); t
 
 
 def calls_at(T, task, mha):
-    """At T, on the forward's real data: scores whole and its matmul alone; the softmax's passes
-    (at_T), each also on as many rows of S as its largest pass's arrays fit in cache_budget_bytes
-    (in_cache: assumed to stay there) and as one thread's copy of its bytes (copy); at FOCUS_T, exp
-    in cache in float64. Seconds per call: the fastest of CALL_REPEATS batches, calls in turn."""
+    """At T, on the forward's data: scores whole and its matmul alone; each softmax pass (at_T),
+    on as many rows of S as its largest pass's arrays fit in cache_budget_bytes (in_cache:
+    assumed to stay there), and as one thread's copy of its bytes (copy); at FOCUS_T, exp in
+    cache in float64. Seconds a call: the fastest of CALL_REPEATS batches, calls in turn."""
     x, mask, h = make_input(T, mha, task["seed"]), causal_mask(T), mha.n_heads
     Q, K, S = map(attention_forward(x, mha, mask, intermediates=True).get, "QKS")
     query_bytes = max(array_bytes(T, task["d_model"], 1, PASS_ARRAYS).values()) // T  # one row
@@ -1822,9 +1810,8 @@ WORKER_BASE_BYTES = 64 << 20  # a worker before its arrays (Python, numpy, BLAS)
 
 
 def worker_memory_bytes(Ts, d_model, n_heads, spec):
-    """A worker's most memory at once: its interpreter, every T's x and mask, and the larger of its
-    calls at the largest T (the forward's every array at once, a pass's copy buffers, half an (h,
-    T, T) array set by hand to cover what tracemalloc saw, test_cli) and its ceilings."""
+    """A worker's most memory at once: interpreter, every T's x and mask, and the larger of its
+    ceilings and its calls at the largest T (the forward's arrays, a pass's copy, A/2: test_cli)."""
     arr = forward_arrays(max(Ts), d_model, n_heads)
     inputs = sum(forward_arrays(T, d_model, n_heads)[k] for T in Ts for k in ("x", "mask"))
     at_calls = sum(arr.values()) + arr["A"] // 2 \
@@ -1898,10 +1885,19 @@ def write_atomically(out_dir, files):
             raise
 
 
-def code_digest(source):
-    """sha256 of a script's code alone: its syntax tree without docstrings (the module's is only
-    --help's text), empty fields left out, its top-level statements in any order (no name bound
-    twice there: test_docs); a comment, a docstring, a definition moved keep it; code does not."""
+# Out of the code digest, as no committed number comes from them (test_docs): the pictures' code
+# (DRAWN; its digest is in each PNG, redrawn by --replot), --compare's and the report's (SAID).
+DRAWN = set("COLORS new_figure png_bytes unclutter processes_feeding all_feed unchecked footer "
+            "stack_bars plot_perf RING_FIRST RING_STEP RING_NEAR ring_sizes draw_roofs draw_points "
+            "plot_roofline".split())
+SAID = set("report run_warnings NOISE_FLOOR MACHINE_LIMIT CEILING_LIMIT load_results compare_rows "
+           "compare_facts state_signals compare".split())
+
+
+def code_digest(source, only=None):
+    """sha256 of a script's code alone, all but DRAWN's and SAID's (`only`: those alone): its syntax
+    tree without docstrings, empty fields left out, top-level statements in any order (no name bound
+    twice: test_docs). Comments, docstrings, moved definitions keep it."""
     def dump(node):
         if isinstance(node, list):
             return "[" + ",".join(map(dump, node)) + "]"
@@ -1912,9 +1908,17 @@ def code_digest(source):
             node.body = node.body[1:]
         return type(node).__name__ + "(" + ",".join(
             f"{k}={dump(v)}" for k, v in ast.iter_fields(node) if v is not None and v != []) + ")"
+    def among(stmt, names):  # a definition or assignment of these names only (else: kept)
+        bound = {stmt.name} if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else {n.id for t in
+                 getattr(stmt, "targets", []) for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return set() != bound <= names
     tree = ast.parse(source)
     body = tree.body[1:] if ast.get_docstring(tree, clean=False) is not None else tree.body
+    body = [n for n in body if among(n, only or DRAWN | SAID) == bool(only)]
     return hashlib.sha256("\n".join(sorted(map(dump, body))).encode()).hexdigest()
+
+
+STAMP = {"perf_py_drawing_digest": code_digest(Path(__file__).read_text("utf-8"), DRAWN)}  # PNGs'
 
 
 def provenance(argv):
@@ -1969,9 +1973,9 @@ def run_lab(args, argv):
     results = results_record(cfg, hardware, threads, blas, span["spawned"], left_out, run_t0,
                              ceilings=ceilings, sweep=rows, sweep_default_heap=default_rows,
                              analysis=analysis, conditions=cond)
-    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results)),
+    files = {"results.json": to_json(results), "perf.png": png_bytes(plot_perf(results), STAMP),
              "manifest.json": to_json({**make_manifest(results), **provenance(argv)}),
-             "roofline.png": png_bytes(plot_roofline(results))}
+             "roofline.png": png_bytes(plot_roofline(results), STAMP)}
     write_atomically(args.out, files)
     return results
 
@@ -1987,8 +1991,7 @@ CEILING_LIMIT = 1.10      # --compare: pi or the ridge this much apart: the runs
 
 
 def load_results(arg):
-    """A results.json of this lab (or its folder), else a one-line UsageError. What --replot and
-    --compare read is not checked key by key: main turns a key it lacks into one line."""
+    """A results.json of this lab (or its folder), else a UsageError (a key it lacks: main's)."""
     path = Path(arg, "results.json") if Path(arg).is_dir() else Path(arg)
     try:
         res = json.loads(path.read_text())
@@ -2002,9 +2005,8 @@ def load_results(arg):
 
 
 def compare_rows(a, b, Ts):
-    """Per op and T: both headlines, B/A, the share's change, and "same" unless B/A leaves [1/band,
-    band]; band, at least NOISE_FLOOR, is the noisier run's range of its processes' estimates
-    (from five on, the second highest over the second lowest: one slow worker cannot blind it)."""
+    """Per op and T: both time_s, B/A, the share's change; "same" unless B/A leaves [1/band, band],
+    band >= NOISE_FLOOR: the noisier run's spread of its process estimates (2nd to 2nd from 5)."""
     noise = lambda est: est[-2] / est[1] if len(est) >= 5 else est[-1] / est[0]  # noqa: E731
     rows = []
     for T, op in itertools.product(Ts, OPS):
@@ -2020,8 +2022,7 @@ def compare_rows(a, b, Ts):
 
 def compare_facts(a, b, T):
     """The runs' stories side by side: each fact's A and B, whether they differ (numbers: over
-    `limit` times apart), why. A machine fact: the machine's, as taken (av's move with av's code
-    too, which the state signals say)."""
+    `limit` times apart), why (a machine fact: as taken; av's move with av's code too)."""
     window = lambda r: entry_at(r["analysis"]["threading_windows"], T)  # noqa: E731
     facts = [  # (fact, how it is read, a machine fact?, a ratio limit, why it differs)
         ("cpu", lambda r: "{} ({}, family {}, model {})".format(*map(r["hardware"].get, (
@@ -2200,8 +2201,8 @@ def main(argv=None):
                     compare(*args.compare, args.out)
                 else:
                     res = load_results(args.out)[1]
-                    write_atomically(args.out, {"perf.png": png_bytes(plot_perf(res)),
-                                                "roofline.png": png_bytes(plot_roofline(res))})
+                    write_atomically(args.out, {f: png_bytes(plot(res), STAMP) for f, plot in (
+                        ("perf.png", plot_perf), ("roofline.png", plot_roofline))})
                     print(f"wrote perf.png, roofline.png to {args.out}")
             except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
                 raise UsageError("this perf.py could not read what it needs from a results.json "
