@@ -123,6 +123,8 @@ def drifted(results, manifest, beta, slower, start):
     for row in r["sweep"]:  # as run_lab: the default heap's rows are not placed
         perf.place_on_roofline(row, d, h, c)
     a, keyed = r["analysis"], perf.entry_at(r["sweep"], perf.FOCUS_T)
+    for e in a["scores_scale"]:
+        e["scale_s"] *= slower
     for e in a["softmax_passes"]:
         e["sweep_softmax_ns_per_element"] *= slower
         e["passes_ns_per_element"] *= slower
