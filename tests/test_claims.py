@@ -71,7 +71,7 @@ MUTATIONS = {
         expected_observations_held=[True, True, True]), x["time_s"]["64"].update(softmax=0.0))),
     "the smallest op the softmax": each_rerun(lambda x: x.update(expected_observations_held=[False, True, False])),
     "another largest op": each_rerun(lambda x: x["dominant_op_per_T"].update({"64": "scores"})),
-    "the scaling pass past the gap": each_rerun(lambda x: x["scores_scale_at_T_512"].update(scale_s=1.0)),
+    "the scaling pass a sliver of the gap": each_rerun(lambda x: x["scores_scale_at_T_512"].update(scale_s=1e-7)),
     "one thread's gap as wide": each_rerun(lambda x: x["threads_at_T_512"].update(
         one_thread_s=dict(x["threads_at_T_512"]["all_threads_s"]))),
     "no faults": each_rerun(lambda x: [v.update(page_faults_per_forward=0.0) for v in x["default_heap"].values()]),
