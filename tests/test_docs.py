@@ -142,7 +142,8 @@ def test_all_six_files_of_the_lab_are_committed_from_a_real_run():
 
 def test_the_committed_run_is_of_the_committed_perf_py_s_code():
     """The manifest's perf_py_code_digest is the committed perf.py's: its code, not its comments
-    or docstrings (a comment edit costs no re-measure; a code edit does)."""
+    or docstrings (a comment edit costs no re-measure; an edit to code that makes a committed
+    number does: what is left out is the next test's)."""
     source = (EXP / "perf.py").read_text(encoding="utf-8")
     assert MANIFEST["perf_py_code_digest"] == perf.code_digest(source)
     # What the digest sees and does not: a comment, a docstring, a wrapped line; a changed value.
