@@ -19,7 +19,7 @@ def part_two_line(source):
 
 PART_II = part_two_line(SOURCE)
 PART_I_LINES = 900  # the lab a learner reads, from the top to the harness's banner
-MAX_LINES = 2235    # the whole: issue 53's cap, which the file sits just under (Part I: above)
+MAX_LINES = 2235    # the whole: issue 53's cap, at which the file sits (Part I: PART_I_LINES)
 
 
 def local_names(fn):
@@ -236,3 +236,18 @@ def test_the_bench_scripts_name_only_what_perf_py_defines():
     assert len(used) == 4 and any(used.values())
     assert {name: sorted(names - set(dir(perf))) for name, names in used.items()} == {
         name: [] for name in used}
+
+
+def test_process_state_summarizes_the_canary_perf_py_reads(monkeypatch):
+    """tests/bench/process_state.py's summary reads each batch's canary as perf.make_canary's
+    read() returns it (the script reads the kernels' names, spells none): three batches, by hand."""
+    import sys
+    import perf
+    monkeypatch.syspath_prepend(str(PERF.parents[2] / "tests" / "bench"))
+    import process_state
+    reading = {k: 1e-5 * (i + 1) for i, k in enumerate(perf.make_canary()["readings"][0])}
+    ops = {op: 1e-3 for op in ("scores", "softmax", "av")}
+    batches = [{"canary": reading, "T512": ops, "T256": ops} for _ in range(3)]
+    got = process_state.summarize({"batches": batches})
+    assert {k: got[f"canary_{k}"]["median"] for k in reading} == reading
+    sys.modules.pop("process_state")

@@ -155,7 +155,7 @@ def summarize(proc):
         v = series(b, T, op)
         out[f"{op}@{T}"] = {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
                             "p90": float(np.percentile(v, 90))}
-    for k in ("compute", "blas"):
+    for k in b[0]["canary"]:  # the canary's kernels, as perf.make_canary names them
         v = np.array([x["canary"][k] for x in b])
         out[f"canary_{k}"] = {"median": float(np.median(v)),
                                  "p10": float(np.percentile(v, 10)),
@@ -184,7 +184,8 @@ def spearman(a, b):
 
 def report(pairs):
     """Prints the summary; returns per pair the ratios A/B of the medians, and the Spearmans."""
-    keys = [f"{op}@{T}" for T, op in SHOWN] + ["canary_compute", "canary_blas"]
+    kernels = list(pairs[0][0]["batches"][0]["canary"])
+    keys = [f"{op}@{T}" for T, op in SHOWN] + [f"canary_{k}" for k in kernels]
     ratios = []
     for i, pair in enumerate(pairs):
         print(f"\npair {i + 1}: median [p10-p90]; ops in ms at T, canary kernels in µs")
@@ -205,7 +206,7 @@ def report(pairs):
     procs = [p["summary"] for pair in pairs for p in pair]
     scores = [s["scores@512"]["median"] for s in procs]
     rho = {k: spearman([s[f"canary_{k}"]["median"] for s in procs], scores)
-           for k in ("blas", "compute")}
+           for k in kernels}
     print(f"\nSpearman over {len(procs)} processes, median canary kernel vs median scores@512:")
     for k, r in rho.items():
         print(f"  {k:<8} " + (f"{r:+.2f}" if r is not None else
