@@ -101,8 +101,9 @@ def run(times_ms=TIMES_MS, process_multiples=(1.0, 1.01, 1.02, 1.01, 1.0), verdi
 
 def drifted(results, manifest, beta, slower, start):
     """A copy of a real run (results.json, manifest.json) as if made on a host whose speed had
-    moved: β and every copy rate at `beta` GB/s, every op of the sweeps and every timed pass
-    `slower` times as long (their ratios as they were), its workers' times from `start` on
+    moved: β and DRAM's copy rates at `beta` GB/s (the caches' as they were), every op's time_s
+    and interval in the sweeps, scores' scaling pass and the softmax's timed passes `slower` times
+    as long (their ratios as they were; the processes' estimates, mean and SD not moved), its workers' times from `start` on
     (seconds since the epoch); the roofline's classes, Block E's threshold, the softmax against its
     roofs and Phase 27's preview worked out again by perf.py's own functions. What no drift moves
     (the canary, the verdict) is left as it was."""

@@ -2,8 +2,9 @@
 of (512, 16) @ (16, 512), float32, numpy's batched matmul on the BLAS threads) written into an
 output buffer whose address lies 0, 16, 32, 64, 2048 or 4080 bytes past a 4 KiB page, in one
 process on the warm heap (perf.warm_heap), each offset in turn, five rounds, each timing >= 50 ms
-of calls. numpy's own buffers are only 16-byte aligned, and where each lands stays fixed for a
-process's life: if the offset moves the matmul, a process keeps its speed for its life.
+of calls. numpy's own buffers are only 16-byte aligned; the hypothesis this script weighs: where
+each lands stays fixed for a process's life, so if the offset moves the matmul, a process keeps
+its speed for its life.
 
     python tests/bench/layout.py
 """

@@ -1,8 +1,9 @@
 """Does perf.py repeat itself? A set of its runs and of literal.py's, against the criteria.
 
-perf.py's claim is that a quiet run repeats: another run, at another moment, gives the same
+The criteria ask whether a quiet run repeats: another run, at another moment, gives the same
 time_s per op (within 5 %), the same shares and the same answer to Q2, and a run that is not
-repeatable says so (verdict "disturbed") instead of calling itself quiet. This script reads the
+repeatable says so (verdict "disturbed") instead of calling itself quiet. perf.py claims less: a
+run's interval covers its own processes only. This script reads the
 results.json of each --runs folder and the JSON of each literal.py run (--literal: the lab's
 protocol taken literally, the yardstick for (g)), prints a table per run and then the criteria:
 
