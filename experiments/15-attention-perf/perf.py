@@ -20,10 +20,10 @@ calls it and hands it records it reads. Where:
 - quiet or disturbed: the watch, "Quiet or disturbed" and the machine, one stretch
   (watched_samples; judge_processes, the checks, judge_run, run_warnings; machine_facts,
   thread_record), and the run (run_lab, which calls the last two);
-- beta and pi: Block B's run_for and quantile_estimate, and from "Quiet or disturbed" on: whose
-  repeats count (judge_processes, as for time_s); past the checks, the caches (machine_facts), the
-  ceilings (read_ceilings, copy_buffers, ceiling_plan, time_ceilings, combine_ceilings), the workers
-  who time them and when (make_plan, worker_job); on which threads: the watch's measuring.
+- beta and pi: Block B's run_for and quantile_estimate; from "Quiet or disturbed" on: whose repeats
+  count (judge_processes), the caches (machine_facts), the ceilings (read_ceilings, copy_levels,
+  ceiling_plan, time_ceilings: copy_rates, matmul_rates; combine_ceilings: rate_estimate,
+  copy_estimate, with_ridge), who and when (make_plan, worker_job); threads: the watch's measuring.
 """
 
 import argparse
